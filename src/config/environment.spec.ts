@@ -1,0 +1,85 @@
+import { InvalidConfigurationError } from './environment';
+import { loadGatewayConfig } from './gateway-config';
+
+describe('gateway configuration', () => {
+  it('uses the specs\' defaults when nothing is set', () => {
+    const config = loadGatewayConfig({});
+    expect(config.server).toMatchObject({
+      host: '0.0.0.0',
+      port: 9400,
+      pingIntervalMs: 30_000,
+      pingTimeoutMs: 300_000,
+      maxConnections: 100,
+      maxMessageBytes: 1_048_576,
+      logFormat: 'json',
+    });
+    expect(config.server.logLevels).toEqual(['fatal', 'error', 'warn', 'log']);
+    expect(config.session.timeoutMs).toBe(3_600_000);
+    expect(config.llm).toMatchObject({ model: 'Qwen3-30B-A3B', timeoutMs: 120_000, temperature: 0.7, maxTokens: 2048, enableContext: false });
+    expect(config.mcp).toMatchObject({ enabled: true, serverName: 'arcs-mini-mcp-server', protocolVersion: '2024-11-05' });
+    expect(config.mcp.ws).toMatchObject({
+      host: '127.0.0.1',
+      port: 8765,
+      heartbeatIntervalMs: 30_000,
+      heartbeatTimeoutMs: 90_000,
+      authTimeoutMs: 30_000,
+      maxConnections: 1,
+    });
+    expect(config.clientTools).toEqual({ enabled: true, maxCount: 32, timeoutMs: 30_000, resultQueueSize: 10 });
+    expect(config.tools.serverToolTimeoutMs).toBe(10_000);
+    expect(config.auth.tokens).toEqual([]);
+  });
+
+  it('reads env strings into typed values, seconds into milliseconds', () => {
+    const config = loadGatewayConfig({
+      CLOUD_PORT: '9500',
+      CLOUD_PING_INTERVAL: '0.5',
+      LLM_ENABLE_CONTEXT: 'TRUE',
+      MCP_ENABLED: 'off',
+      AUTH_TOKENS: ' a , b,,c ',
+      CLOUD_LOG_LEVEL: 'debug',
+      CLOUD_LOG_FORMAT: 'TEXT',
+    });
+    expect(config.server.port).toBe(9500);
+    expect(config.server.pingIntervalMs).toBe(500);
+    expect(config.llm.enableContext).toBe(true);
+    expect(config.mcp.enabled).toBe(false);
+    expect(config.auth.tokens).toEqual(['a', 'b', 'c']);
+    expect(config.server.logLevels).toContain('debug');
+    expect(config.server.logFormat).toBe('text');
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadGatewayConfig({ LLM_API_KEY: '', CLOUD_PORT: '' }).server.port).toBe(9400);
+  });
+
+  it('lets explicit overrides win over the environment', () => {
+    expect(loadGatewayConfig({ CLOUD_PORT: '9500' }, { CLOUD_PORT: 0 }).server.port).toBe(0);
+  });
+
+  it.each([
+    ['CLOUD_PORT', 'abc'],
+    ['CLOUD_PORT', '70000'],
+    ['CLOUD_PORT', '9400abc'],
+    ['LLM_TEMPERATURE', '1.5'],
+    ['LLM_ENABLE_CONTEXT', 'maybe'],
+    ['LLM_BASE_URL', 'not a url'],
+    ['CLOUD_LOG_LEVEL', 'LOUD'],
+    ['MCP_PROTOCOL_VERSION', 'latest'],
+    ['DEFAULT_TIMEZONE', 'Mars/Olympus'],
+  ])('refuses %s=%s with a message naming the variable', (name, value) => {
+    expect(() => loadGatewayConfig({ [name]: value })).toThrow(InvalidConfigurationError);
+    expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`${name}.*\\(got "${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\)|${name}`));
+  });
+
+  it('reports every bad variable at once', () => {
+    try {
+      loadGatewayConfig({ CLOUD_PORT: '-1', CLIENT_TOOLS_MAX_COUNT: '0' });
+      fail('expected an error');
+    } catch (error) {
+      expect((error as InvalidConfigurationError).problems).toHaveLength(2);
+      expect((error as Error).message).toMatch(/CLOUD_PORT/);
+      expect((error as Error).message).toMatch(/CLIENT_TOOLS_MAX_COUNT/);
+    }
+  });
+});

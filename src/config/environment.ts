@@ -1,0 +1,267 @@
+import { Transform, plainToInstance } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+/** Spellings accepted for a boolean variable; anything else is reported as invalid. */
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
+
+/**
+ * Env values arrive as strings; class-transformer's implicit conversion would turn "false"
+ * into `true`, so booleans are parsed explicitly and anything unrecognised is left as the
+ * original string for `@IsBoolean()` to reject with the variable's name.
+ */
+function BooleanFromEnv(): PropertyDecorator {
+  return Transform(({ value }) => {
+    if (typeof value === 'boolean') return value;
+    const word = String(value).trim().toLowerCase();
+    if (TRUE_WORDS.has(word)) return true;
+    if (FALSE_WORDS.has(word)) return false;
+    return value;
+  });
+}
+
+/** Numbers are converted only when the whole string is numeric, so "9400abc" is rejected. */
+function NumberFromEnv(): PropertyDecorator {
+  return Transform(({ value }) => {
+    if (typeof value === 'number') return value;
+    const text = String(value).trim();
+    return text !== '' && Number.isFinite(Number(text)) ? Number(text) : value;
+  });
+}
+
+/** Log levels in the spec's Python spelling, plus Nest's own names. */
+export const LOG_LEVELS = ['DEBUG', 'VERBOSE', 'INFO', 'LOG', 'WARNING', 'WARN', 'ERROR', 'CRITICAL', 'FATAL'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/**
+ * Every environment variable the gateway reads, with the specs' names and defaults.
+ * Validated once at boot; the rest of the code reads the typed {@link GatewayConfig}.
+ * Units follow the specs: seconds for `CLOUD_*`, `LLM_TIMEOUT` and `CLIENT_TOOL_TIMEOUT`,
+ * milliseconds for the `MCP_WS_*` timings.
+ */
+export class EnvironmentVariables {
+  // --- server (LLM gateway spec 8.1) ---
+  @IsString()
+  @MinLength(1)
+  CLOUD_HOST = '0.0.0.0';
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  CLOUD_PORT = 9400;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_PING_INTERVAL = 30;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_PING_TIMEOUT = 300;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  CLOUD_MAX_CONNECTIONS = 100;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_SESSION_TIMEOUT = 3600;
+
+  /** Largest accepted WebSocket frame or HTTP body, in bytes (spec 12.1: 1 MB). */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1024)
+  CLOUD_MAX_MESSAGE_SIZE = 1048576;
+
+  @Transform(({ value }) => String(value).trim().toUpperCase())
+  @IsIn(LOG_LEVELS)
+  CLOUD_LOG_LEVEL: LogLevelName = 'INFO';
+
+  @Transform(({ value }) => String(value).trim().toLowerCase())
+  @IsIn(['json', 'text'])
+  CLOUD_LOG_FORMAT: 'json' | 'text' = 'json';
+
+  // --- auth (one bearer check for every protocol) ---
+  /** Comma-separated bearer tokens; empty leaves the shared routes open. */
+  @IsString()
+  AUTH_TOKENS = '';
+
+  // --- tools ---
+  /** Default time limit for a server tool, in seconds (spec 7.7: 10 s). */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  SERVER_TOOL_TIMEOUT = 10;
+
+  /** IANA zone used when a caller gives none; the machine's zone when unset. */
+  @IsOptional()
+  @IsString()
+  DEFAULT_TIMEZONE?: string;
+
+  // --- LLM (spec 8.2) ---
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  LLM_BASE_URL = 'http://127.0.0.1:8000/v1/';
+
+  @IsString()
+  @MinLength(1)
+  LLM_MODEL = 'Qwen3-30B-A3B';
+
+  @IsOptional()
+  @IsString()
+  LLM_API_KEY?: string;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  LLM_TIMEOUT = 120;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  @Max(1)
+  LLM_TEMPERATURE = 0.7;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  LLM_MAX_TOKENS = 2048;
+
+  @BooleanFromEnv()
+  @IsBoolean()
+  LLM_ENABLE_CONTEXT = false;
+
+  // --- MCP (spec 8.3) ---
+  @BooleanFromEnv()
+  @IsBoolean()
+  MCP_ENABLED = true;
+
+  @IsString()
+  @MinLength(1)
+  MCP_SERVER_NAME = 'arcs-mini-mcp-server';
+
+  @Matches(/^\d{4}-\d{2}-\d{2}$/, { message: 'MCP_PROTOCOL_VERSION must be a date-shaped MCP version such as 2024-11-05' })
+  MCP_PROTOCOL_VERSION = '2024-11-05';
+
+  // --- MCP over WebSocket, dedicated listener (MCP-WS spec 8) ---
+  @IsString()
+  @MinLength(1)
+  MCP_WS_HOST = '127.0.0.1';
+
+  /** Port of the dedicated MCP listener; 0 turns it off. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  MCP_WS_PORT = 8765;
+
+  @IsOptional()
+  @IsString()
+  MCP_WS_AUTH_TOKEN?: string;
+
+  /** The spec's placeholder token "ChangeMe!" is refused unless this is set. */
+  @BooleanFromEnv()
+  @IsBoolean()
+  MCP_WS_ALLOW_DEFAULT_TOKEN = false;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(10)
+  MCP_WS_HEARTBEAT_INTERVAL = 30000;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(10)
+  MCP_WS_HEARTBEAT_TIMEOUT = 90000;
+
+  /** Time allowed between connecting and a successful `auth` message (spec 3.2: 30 s). */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(10)
+  MCP_WS_AUTH_TIMEOUT = 30000;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  MCP_WS_MAX_CONNECTIONS = 1;
+
+  // --- client tools (spec 8.4) ---
+  @BooleanFromEnv()
+  @IsBoolean()
+  CLIENT_TOOLS_ENABLED = true;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  CLIENT_TOOLS_MAX_COUNT = 32;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLIENT_TOOL_TIMEOUT = 30;
+
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  CLIENT_TOOL_RESULT_QUEUE_SIZE = 10;
+}
+
+/** Names of every variable the gateway reads, in declaration order. */
+export const ENVIRONMENT_VARIABLE_NAMES: readonly (keyof EnvironmentVariables)[] = Object.keys(
+  new EnvironmentVariables(),
+) as (keyof EnvironmentVariables)[];
+
+/** A value a caller may pass for a variable: the env's string, or an already typed value. */
+export type EnvironmentInput = Partial<Record<keyof EnvironmentVariables, string | number | boolean | undefined>>;
+
+/** Thrown at boot when a variable is invalid; the message names each bad variable. */
+export class InvalidConfigurationError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'InvalidConfigurationError';
+  }
+}
+
+const TYPE_CONSTRAINTS = ['isInt', 'isNumber', 'isBoolean', 'isString', 'isUrl', 'isIn'];
+
+/**
+ * Validates raw settings (process.env plus any overrides) into {@link EnvironmentVariables}.
+ * Unknown keys are ignored, empty strings mean "unset" so that `LLM_API_KEY=` keeps the default.
+ */
+export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
+  const known: Record<string, unknown> = {};
+  for (const name of ENVIRONMENT_VARIABLE_NAMES) {
+    const value = raw[name];
+    if (value !== undefined && value !== null && value !== '') known[name] = value;
+  }
+  const env = plainToInstance(EnvironmentVariables, known);
+  const errors = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false });
+  if (errors.length > 0) {
+    throw new InvalidConfigurationError(
+      errors.map((error) => {
+        const constraints = error.constraints ?? {};
+        // "abc" for a port breaks the range checks too; the type is what the user needs to hear.
+        const typeCheck = TYPE_CONSTRAINTS.find((name) => constraints[name] !== undefined);
+        const messages = typeCheck ? constraints[typeCheck] : Object.values(constraints).join('; ');
+        return `${messages} (got ${JSON.stringify(known[error.property])})`;
+      }),
+    );
+  }
+  return env;
+}

@@ -1,0 +1,167 @@
+import type { LogLevel } from '@nestjs/common';
+import { isKnownTimeZone, systemTimeZone } from '../core/time/time-zone';
+import {
+  EnvironmentInput,
+  EnvironmentVariables,
+  InvalidConfigurationError,
+  LogLevelName,
+  validateEnvironment,
+} from './environment';
+
+/** DI token of the validated, typed {@link GatewayConfig}. */
+export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
+
+/**
+ * The configuration the code reads: grouped by concern, durations in milliseconds,
+ * lists already split. Built once at boot from {@link EnvironmentVariables}.
+ */
+export interface GatewayConfig {
+  server: {
+    host: string;
+    port: number;
+    pingIntervalMs: number;
+    pingTimeoutMs: number;
+    maxConnections: number;
+    maxMessageBytes: number;
+    logLevels: LogLevel[];
+    logFormat: 'json' | 'text';
+  };
+  session: { timeoutMs: number };
+  auth: { tokens: string[] };
+  tools: { serverToolTimeoutMs: number; defaultTimezone: string };
+  llm: {
+    baseUrl: string;
+    model: string;
+    apiKey?: string;
+    timeoutMs: number;
+    temperature: number;
+    maxTokens: number;
+    enableContext: boolean;
+  };
+  mcp: {
+    enabled: boolean;
+    serverName: string;
+    protocolVersion: string;
+    ws: {
+      host: string;
+      port: number;
+      authToken?: string;
+      allowDefaultToken: boolean;
+      heartbeatIntervalMs: number;
+      heartbeatTimeoutMs: number;
+      authTimeoutMs: number;
+      maxConnections: number;
+    };
+  };
+  clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
+}
+
+const ORDERED_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+/** The spec's Python-style level names mapped to the most verbose Nest level they allow. */
+const LEVEL_CEILING: Record<LogLevelName, LogLevel> = {
+  CRITICAL: 'fatal',
+  FATAL: 'fatal',
+  ERROR: 'error',
+  WARNING: 'warn',
+  WARN: 'warn',
+  INFO: 'log',
+  LOG: 'log',
+  DEBUG: 'debug',
+  VERBOSE: 'verbose',
+};
+
+function logLevelsUpTo(name: LogLevelName): LogLevel[] {
+  return ORDERED_LEVELS.slice(0, ORDERED_LEVELS.indexOf(LEVEL_CEILING[name]) + 1);
+}
+
+const seconds = (value: number): number => Math.round(value * 1000);
+
+export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
+  return {
+    server: {
+      host: env.CLOUD_HOST,
+      port: env.CLOUD_PORT,
+      pingIntervalMs: seconds(env.CLOUD_PING_INTERVAL),
+      pingTimeoutMs: seconds(env.CLOUD_PING_TIMEOUT),
+      maxConnections: env.CLOUD_MAX_CONNECTIONS,
+      maxMessageBytes: env.CLOUD_MAX_MESSAGE_SIZE,
+      logLevels: logLevelsUpTo(env.CLOUD_LOG_LEVEL),
+      logFormat: env.CLOUD_LOG_FORMAT,
+    },
+    session: { timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT) },
+    auth: {
+      tokens: env.AUTH_TOKENS.split(',')
+        .map((token) => token.trim())
+        .filter((token) => token.length > 0),
+    },
+    tools: {
+      serverToolTimeoutMs: seconds(env.SERVER_TOOL_TIMEOUT),
+      defaultTimezone: env.DEFAULT_TIMEZONE ?? systemTimeZone(),
+    },
+    llm: {
+      baseUrl: env.LLM_BASE_URL,
+      model: env.LLM_MODEL,
+      apiKey: env.LLM_API_KEY,
+      timeoutMs: seconds(env.LLM_TIMEOUT),
+      temperature: env.LLM_TEMPERATURE,
+      maxTokens: env.LLM_MAX_TOKENS,
+      enableContext: env.LLM_ENABLE_CONTEXT,
+    },
+    mcp: {
+      enabled: env.MCP_ENABLED,
+      serverName: env.MCP_SERVER_NAME,
+      protocolVersion: env.MCP_PROTOCOL_VERSION,
+      ws: {
+        host: env.MCP_WS_HOST,
+        port: env.MCP_WS_PORT,
+        authToken: env.MCP_WS_AUTH_TOKEN,
+        allowDefaultToken: env.MCP_WS_ALLOW_DEFAULT_TOKEN,
+        heartbeatIntervalMs: env.MCP_WS_HEARTBEAT_INTERVAL,
+        heartbeatTimeoutMs: env.MCP_WS_HEARTBEAT_TIMEOUT,
+        authTimeoutMs: env.MCP_WS_AUTH_TIMEOUT,
+        maxConnections: env.MCP_WS_MAX_CONNECTIONS,
+      },
+    },
+    clientTools: {
+      enabled: env.CLIENT_TOOLS_ENABLED,
+      maxCount: env.CLIENT_TOOLS_MAX_COUNT,
+      timeoutMs: seconds(env.CLIENT_TOOL_TIMEOUT),
+      resultQueueSize: env.CLIENT_TOOL_RESULT_QUEUE_SIZE,
+    },
+  };
+}
+
+/**
+ * Validates `source` (normally process.env) with `overrides` on top, and builds the typed
+ * config. Throws {@link InvalidConfigurationError} naming every bad variable.
+ */
+export function loadGatewayConfig(
+  source: Record<string, unknown>,
+  overrides: EnvironmentInput = {},
+): GatewayConfig {
+  const merged: Record<string, unknown> = { ...source };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value !== undefined) merged[name] = value;
+  }
+  const env = validateEnvironment(merged);
+  if (env.DEFAULT_TIMEZONE !== undefined && !isKnownTimeZone(env.DEFAULT_TIMEZONE)) {
+    throw new InvalidConfigurationError([
+      `DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris (got ${JSON.stringify(env.DEFAULT_TIMEZONE)})`,
+    ]);
+  }
+  return buildGatewayConfig(env);
+}
+
+/**
+ * The log settings of `source`, falling back to the defaults when they are invalid: the logger
+ * must exist before the full configuration is validated, to report that validation's errors.
+ */
+export function logSettingsFrom(source: Record<string, unknown>): Pick<GatewayConfig['server'], 'logLevels' | 'logFormat'> {
+  const { CLOUD_LOG_LEVEL, CLOUD_LOG_FORMAT } = source;
+  try {
+    return loadGatewayConfig({ CLOUD_LOG_LEVEL, CLOUD_LOG_FORMAT }).server;
+  } catch {
+    return loadGatewayConfig({}).server;
+  }
+}
