@@ -1,0 +1,86 @@
+import type { GatewayErrorCode } from '../errors/gateway-error';
+import type { JsonSchema } from './json-schema';
+
+/** Where a tool comes from; each protocol may show it (the catalogue, health, logs). */
+export type ToolSource = 'builtin' | 'module' | `mcp:${string}` | `client:${string}`;
+
+/** One worked example: what a user might ask, and the arguments that answer it. */
+export interface ToolExample {
+  description: string;
+  arguments?: Record<string, unknown>;
+}
+
+/** What a handler learns about the call it serves. */
+export interface ToolCallContext {
+  /** Aborted when the call times out or its caller goes away; long handlers should watch it. */
+  signal: AbortSignal;
+  /** The authenticated caller (a stable, non-secret id of its token), when auth is on. */
+  principal?: string;
+  /** The connection the call arrived on, for tools that act per connection. */
+  connectionId?: string;
+  /** The LLM-gateway session the call belongs to, if any. */
+  sessionId?: string;
+}
+
+export type ToolHandler = (args: Record<string, unknown>, context: ToolCallContext) => unknown;
+
+/** A tool as a provider declares it: defined once, projected by every protocol. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object; `{type: "object"}` at the top level. */
+  inputSchema: JsonSchema;
+  /** JSON Schema of the result, when the tool returns structured data. */
+  outputSchema?: JsonSchema;
+  examples?: ToolExample[];
+  /** Time limit in ms; the gateway's `SERVER_TOOL_TIMEOUT` when omitted. */
+  timeoutMs?: number;
+  tags?: string[];
+  source: ToolSource;
+  handler: ToolHandler;
+}
+
+/** A tool in the catalogue: the spec with its defaults filled in. */
+export interface ToolDefinition extends Readonly<Required<Omit<ToolSpec, 'outputSchema'>>> {
+  readonly outputSchema?: JsonSchema;
+}
+
+/** An MCP-style content block, for results that carry more than a JSON value (images...). */
+export interface ToolContentBlock {
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface ToolSuccess {
+  ok: true;
+  /** The JSON value the tool returned. */
+  value: unknown;
+  /** Content blocks, when the tool produced them itself (upstream MCP tools do). */
+  content?: ToolContentBlock[];
+  durationMs: number;
+}
+
+export type ToolFailureCode = Extract<
+  GatewayErrorCode,
+  'TOOL_NOT_FOUND' | 'INVALID_TOOL_PARAMETERS' | 'TOOL_EXECUTION_FAILED' | 'TOOL_TIMEOUT' | 'TOOL_UNAVAILABLE'
+>;
+
+export interface ToolFailure {
+  ok: false;
+  code: ToolFailureCode;
+  /** Safe to show to the caller and to the model. */
+  message: string;
+  details?: unknown;
+  durationMs: number;
+}
+
+/** What a call ends in: never an exception. */
+export type ToolOutcome = ToolSuccess | ToolFailure;
+
+/** Emitted whenever the catalogue changes, so protocols can tell their clients. */
+export interface ToolCatalogueChange {
+  type: 'added' | 'removed';
+  tool: ToolDefinition;
+  /** Set for client tools, which only their connection sees. */
+  connectionId?: string;
+}

@@ -1,0 +1,179 @@
+import { loadGatewayConfig } from '../../config/gateway-config';
+import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import type { ToolCatalogueChange, ToolSpec } from './tool-definition';
+import { ToolError } from './tool-error';
+import { ToolRegistrationError, ToolRegistryService } from './tool-registry.service';
+
+const echo = (overrides: Partial<ToolSpec> = {}): ToolSpec => ({
+  name: 'echo',
+  description: 'Echoes its text',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+  source: 'module',
+  handler: ({ text }) => text,
+  ...overrides,
+});
+
+describe('ToolRegistryService', () => {
+  let registry: ToolRegistryService;
+  let changes: ToolCatalogueChange[];
+
+  beforeEach(() => {
+    registry = new ToolRegistryService(loadGatewayConfig({ SERVER_TOOL_TIMEOUT: '0.2' }));
+    changes = [];
+    registry.changes.subscribe((change) => changes.push(change));
+  });
+
+  afterEach(() => registry.onModuleDestroy());
+
+  describe('registration', () => {
+    it('adds a tool with defaults and announces it', () => {
+      const tool = registry.register(echo());
+      expect(tool).toMatchObject({ name: 'echo', timeoutMs: 200, examples: [], tags: [], source: 'module' });
+      expect(Object.isFrozen(tool)).toBe(true);
+      expect(registry.get('echo')).toBe(tool);
+      expect(changes).toEqual([{ type: 'added', tool, connectionId: undefined }]);
+    });
+
+    it.each([
+      [{ name: '1bad' }, /must start with a letter/],
+      [{ inputSchema: { type: 'array' } }, /must describe an object/],
+      [{ inputSchema: { type: 'object', properties: { a: { type: 'bogus' } } } }, /Invalid JSON Schema/],
+      [{ outputSchema: { type: 'bogus' } }, /output schema/],
+      [{ timeoutMs: 0 }, /timeoutMs/],
+      [{ handler: undefined as never }, /no handler/],
+    ])('refuses %o', (overrides, reason) => {
+      expect(() => registry.register(echo(overrides as Partial<ToolSpec>))).toThrow(reason);
+      expect(changes).toEqual([]);
+    });
+
+    it('refuses a name already taken, shared or by the same connection', () => {
+      registry.register(echo());
+      expect(() => registry.register(echo())).toThrow(ToolRegistrationError);
+      expect(() => registry.register(echo(), 'conn-1')).toThrow(/already exists/);
+      registry.register(echo({ name: 'mine', source: 'client:conn-1' }), 'conn-1');
+      expect(() => registry.register(echo({ name: 'mine' }), 'conn-1')).toThrow(/already exists/);
+      expect(() => registry.register(echo({ name: 'mine' }), 'conn-2')).not.toThrow();
+    });
+
+    it('keeps client tools visible only to their connection', () => {
+      registry.register(echo());
+      registry.register(echo({ name: 'battery', source: 'client:a' }), 'a');
+      expect(registry.list().map((t) => t.name)).toEqual(['echo']);
+      expect(registry.list('a').map((t) => t.name)).toEqual(['echo', 'battery']);
+      expect(registry.list('b').map((t) => t.name)).toEqual(['echo']);
+      expect(registry.get('battery')).toBeUndefined();
+      expect(registry.get('battery', 'b')).toBeUndefined();
+      expect(registry.get('battery', 'a')?.source).toBe('client:a');
+    });
+
+    it('removes tools one by one, by source and by connection, announcing each', () => {
+      registry.register(echo({ name: 'up.one', source: 'mcp:up' }));
+      registry.register(echo({ name: 'up.two', source: 'mcp:up' }));
+      registry.register(echo({ name: 'c1', source: 'client:a' }), 'a');
+      registry.register(echo({ name: 'c2', source: 'client:a' }), 'a');
+      registry.register(echo());
+      changes = [];
+      expect(registry.unregisterSource('mcp:up')).toBe(2);
+      expect(registry.unregisterConnection('a')).toBe(2);
+      expect(registry.unregister('echo')).toBe(true);
+      expect(registry.unregister('echo')).toBe(false);
+      expect(registry.list('a')).toEqual([]);
+      expect(changes.map((c) => [c.type, c.tool.name, c.connectionId])).toEqual([
+        ['removed', 'up.one', undefined],
+        ['removed', 'up.two', undefined],
+        ['removed', 'c1', 'a'],
+        ['removed', 'c2', 'a'],
+        ['removed', 'echo', undefined],
+      ]);
+    });
+  });
+
+  describe('calls', () => {
+    it('validates arguments and runs the handler', async () => {
+      registry.register(echo());
+      await expect(registry.call('echo', { text: 'hi' })).resolves.toMatchObject({ ok: true, value: 'hi' });
+    });
+
+    it('answers an unknown tool without throwing', async () => {
+      await expect(registry.call('nope', {})).resolves.toMatchObject({ ok: false, code: 'TOOL_NOT_FOUND' });
+    });
+
+    it.each([
+      [{}, /missing required argument "text"/],
+      [{ text: 1 }, /argument "text" must be string/],
+      [{ text: 'x', more: 1 }, /unexpected argument "more"/],
+      [[], /must be a JSON object/],
+      ['text', /must be a JSON object/],
+    ])('refuses arguments %o before the handler runs', async (args, reason) => {
+      const handler = jest.fn();
+      registry.register(echo({ handler }));
+      const outcome = await registry.call('echo', args);
+      expect(outcome).toMatchObject({ ok: false, code: 'INVALID_TOOL_PARAMETERS' });
+      expect(!outcome.ok && outcome.message).toMatch(reason);
+      expect(handler).not.toHaveBeenCalled();
+    });
+
+    it('treats missing arguments as an empty object', async () => {
+      registry.register(echo({ name: 'noargs', inputSchema: { type: 'object' }, handler: (args) => args }));
+      await expect(registry.call('noargs', undefined)).resolves.toMatchObject({ ok: true, value: {} });
+    });
+
+    it('reports a ToolError\'s message and hides other exceptions', async () => {
+      registry.register(echo({ name: 'fails', handler: () => { throw new ToolError('Device offline', { retry: true }); } }));
+      registry.register(echo({ name: 'crashes', handler: () => { throw new Error('password=hunter2 at db.internal'); } }));
+      await expect(registry.call('fails', { text: 'x' })).resolves.toMatchObject({
+        ok: false,
+        code: 'TOOL_EXECUTION_FAILED',
+        message: 'Device offline',
+        details: { retry: true },
+      });
+      const crashed = await registry.call('crashes', { text: 'x' });
+      expect(crashed).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED' });
+      expect(JSON.stringify(crashed)).not.toMatch(/hunter2/);
+    });
+
+    it('passes on a GatewayError with a tool code, such as TOOL_UNAVAILABLE', async () => {
+      registry.register(echo({ handler: () => Promise.reject(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, 'Upstream down')) }));
+      await expect(registry.call('echo', { text: 'x' })).resolves.toMatchObject({ ok: false, code: 'TOOL_UNAVAILABLE', message: 'Upstream down' });
+    });
+
+    it('ends a slow call at its time limit and aborts its signal', async () => {
+      let signal: AbortSignal | undefined;
+      registry.register(
+        echo({
+          timeoutMs: 50,
+          handler: (_args, context) => {
+            signal = context.signal;
+            return new Promise(() => undefined);
+          },
+        }),
+      );
+      const outcome = await registry.call('echo', { text: 'x' });
+      expect(outcome).toMatchObject({ ok: false, code: 'TOOL_TIMEOUT' });
+      expect(!outcome.ok && outcome.message).toMatch(/did not finish within 0.05 s/);
+      expect(signal?.aborted).toBe(true);
+      expect(outcome.durationMs).toBeGreaterThanOrEqual(45);
+    });
+
+    it('stops when the caller cancels', async () => {
+      registry.register(echo({ handler: () => new Promise(() => undefined) }));
+      const caller = new AbortController();
+      const pending = registry.call('echo', { text: 'x' }, { signal: caller.signal });
+      caller.abort();
+      await expect(pending).resolves.toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
+    });
+
+    it('gives the handler the call context', async () => {
+      const handler = jest.fn().mockReturnValue('ok');
+      registry.register(echo({ handler }));
+      await registry.call('echo', { text: 'x' }, { principal: 'p', connectionId: 'c', sessionId: 's' });
+      expect(handler).toHaveBeenCalledWith({ text: 'x' }, expect.objectContaining({ principal: 'p', connectionId: 'c', sessionId: 's' }));
+    });
+
+    it('calls a client tool only for its own connection', async () => {
+      registry.register(echo({ name: 'mine', source: 'client:a' }), 'a');
+      await expect(registry.call('mine', { text: 'x' }, { connectionId: 'a' })).resolves.toMatchObject({ ok: true });
+      await expect(registry.call('mine', { text: 'x' }, { connectionId: 'b' })).resolves.toMatchObject({ code: 'TOOL_NOT_FOUND' });
+    });
+  });
+});
