@@ -1,0 +1,52 @@
+import { loadGatewayConfig } from '../../config/gateway-config';
+import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
+import { readBearerToken } from './bearer-token';
+
+describe('AccessTokenService', () => {
+  const withTokens = (tokens: string) => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens }));
+
+  it('lets everyone in as anonymous while no token is configured', () => {
+    const service = withTokens('');
+    expect(service.enabled).toBe(false);
+    expect(service.authenticate(undefined)).toEqual({ ok: true, principal: ANONYMOUS_PRINCIPAL });
+  });
+
+  it('answers 401 without a token and 403 with a wrong one', () => {
+    const service = withTokens('alpha,beta');
+    expect(service.authenticate(undefined)).toMatchObject({ ok: false, status: 401 });
+    expect(service.authenticate('')).toMatchObject({ ok: false, status: 401 });
+    expect(service.authenticate('alph')).toMatchObject({ ok: false, status: 403 });
+    expect(service.authenticate('alphaX')).toMatchObject({ ok: false, status: 403 });
+  });
+
+  it('accepts every configured token, each with its own stable principal that is not the token', () => {
+    const service = withTokens('alpha,beta');
+    const alpha = service.authenticate('alpha');
+    const beta = service.authenticate('beta');
+    expect(alpha).toMatchObject({ ok: true, principal: expect.stringMatching(/^token:[0-9a-f]{16}$/) });
+    expect(alpha.ok && beta.ok && alpha.principal !== beta.principal).toBe(true);
+    expect(withTokens('beta,alpha').authenticate('alpha')).toEqual(alpha);
+    expect(JSON.stringify(alpha)).not.toContain('alpha"');
+  });
+});
+
+describe('readBearerToken', () => {
+  const request = (headers: Record<string, string>, url = '/') => ({ headers, url });
+
+  it.each([
+    [{ authorization: 'Bearer abc' }, '/', 'abc'],
+    [{ authorization: 'bearer   abc ' }, '/', 'abc'],
+    [{ authentication: 'Bearer abc' }, '/', 'abc'],
+    [{}, '/utcp?token=abc', 'abc'],
+    [{}, '/utcp?x=1&token=a%20b', 'a b'],
+    [{ authorization: 'Basic abc' }, '/', undefined],
+    [{}, '/', undefined],
+    [{}, '/?token=', undefined],
+  ])('reads %o %s', (headers, url, token) => {
+    expect(readBearerToken(request(headers, url))).toBe(token);
+  });
+
+  it('prefers the Authorization header over the query', () => {
+    expect(readBearerToken(request({ authorization: 'Bearer header' }, '/?token=query'))).toBe('header');
+  });
+});

@@ -1,0 +1,37 @@
+import type { IncomingMessage } from 'http';
+import type { GatewayConnection } from './gateway-connection';
+
+/** What an upgrade guard sees: the HTTP upgrade request, before any socket exists. */
+export interface UpgradeContext {
+  readonly request: IncomingMessage;
+  readonly url: URL;
+  readonly params: Readonly<Record<string, string>>;
+  /** Open connections on this route right now (for connection limits). */
+  readonly openConnections: number;
+  /** The connection-to-be; guards record what they learn on it (the principal). */
+  readonly connection: GatewayConnection;
+}
+
+/**
+ * Decides whether a WebSocket upgrade may proceed, before the socket exists, so a refusal is a
+ * plain HTTP status. Listed per gateway in `@ProtocolGateway({ upgradeGuards })` and resolved
+ * from the app's DI container, like Nest's own guards.
+ */
+export interface UpgradeGuard {
+  /** Returns normally to accept; throws {@link UpgradeRefusedException} to refuse. */
+  canUpgrade(context: UpgradeContext): void | Promise<void>;
+}
+
+/** A refused upgrade: an HTTP status and message, or (with `closeCode`) accept-then-close. */
+export class UpgradeRefusedException extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+    /** When set, the upgrade completes and the socket is closed at once with this code. */
+    readonly closeCode?: number,
+  ) {
+    super(message);
+    this.name = 'UpgradeRefusedException';
+  }
+}
