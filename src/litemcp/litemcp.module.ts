@@ -1,0 +1,25 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { HttpErrorFormats } from '../core/http/http-error-formats';
+import { DuplicateIdInterceptor } from './duplicate-id.interceptor';
+import { LiteMcpController } from './litemcp.controller';
+import { LiteMcpGateway } from './litemcp.gateway';
+import { failedCallResult } from './litemcp.mapper';
+import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
+import { LiteMcpService } from './litemcp.service';
+
+/** LiteMCP over WebSocket and HTTP at `/litemcp/<tool>`; stdio lives in `./stdio`. */
+@Module({
+  controllers: [LiteMcpController],
+  providers: [LiteMcpService, LiteMcpGateway, LiteMcpToolPathGuard, DuplicateIdInterceptor],
+  exports: [LiteMcpService],
+})
+export class LiteMcpModule implements OnModuleInit {
+  constructor(private readonly errorFormats: HttpErrorFormats) {}
+
+  /** HTTP failures as LiteMCP: a POST gets a CallResult with `error: true`, a GET `{error}`. */
+  onModuleInit(): void {
+    this.errorFormats.register('/litemcp/', ({ code, message }, request) =>
+      request.method === 'POST' ? failedCallResult({}, message) : { error: { code, message } },
+    );
+  }
+}

@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { ToolCallOptions } from '../core/tools/tool-registry.service';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import type { ToolFailureCode } from '../core/tools/tool-definition';
+import type { LiteMcpVersion, ToolCallDto } from './dto/litemcp-frame.dto';
+import { coerceArguments, failedCallResult, toCallResult, toLiteMcpTool } from './litemcp.mapper';
+import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpTool } from './litemcp.types';
+
+/** A CallResult, and the failure's code when the call failed (HTTP picks its status from it). */
+export interface LiteMcpCallOutcome {
+  result: LiteMcpCallResult;
+  failure?: ToolFailureCode;
+}
+
+/**
+ * LiteMCP's two operations over the catalogue, shared by the WebSocket, HTTP and stdio
+ * transports. Problems with the request itself (wrong version, wrong tool for the endpoint)
+ * are thrown as {@link GatewayError}s; a call that reaches the tool always ends in a CallResult.
+ */
+@Injectable()
+export class LiteMcpService {
+  constructor(private readonly registry: ToolRegistryService) {}
+
+  /** `get`: the endpoint's tool. */
+  describe(toolName: string, version?: LiteMcpVersion): LiteMcpTool {
+    assertSupportedVersion(version);
+    return toLiteMcpTool(this.toolOrThrow(toolName));
+  }
+
+  /** `call`: runs the endpoint's tool with the positional arguments. */
+  async call(toolName: string, call: ToolCallDto, options: ToolCallOptions = {}): Promise<LiteMcpCallOutcome> {
+    assertSupportedVersion(call.version);
+    if (call.tool !== toolName) {
+      throw new GatewayError(
+        GatewayErrorCode.INVALID_MESSAGE,
+        `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`,
+      );
+    }
+    const coerced = coerceArguments(this.toolOrThrow(toolName), call.arguments);
+    if (!coerced.ok) {
+      return { result: failedCallResult(coerced.params, coerced.problem), failure: 'INVALID_TOOL_PARAMETERS' };
+    }
+    const outcome = await this.registry.call(toolName, coerced.args, options);
+    return { result: toCallResult(coerced.params, outcome), failure: outcome.ok ? undefined : outcome.code };
+  }
+
+  /** Whether the endpoint `/litemcp/<toolName>` exists (a shared tool of that name). */
+  serves(toolName: string): boolean {
+    return this.registry.get(toolName) !== undefined;
+  }
+
+  private toolOrThrow(toolName: string) {
+    const tool = this.registry.get(toolName);
+    if (!tool) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
+    return tool;
+  }
+}
+
+function assertSupportedVersion(version: LiteMcpVersion | undefined): void {
+  if (version !== undefined && version[0] !== LITEMCP_VERSION[0]) {
+    throw new GatewayError(
+      GatewayErrorCode.UNSUPPORTED_VERSION,
+      `LiteMCP version ${version.join('.')} is not supported; this server speaks ${LITEMCP_VERSION.join('.')}`,
+    );
+  }
+}
