@@ -1,0 +1,30 @@
+/**
+ * The gateway as a library: import `GatewayModule.forRoot()` into your own Nest app, add tools
+ * with `@Tool()` methods on your providers, and start it with `createGatewayApp()`.
+ */
+export { GatewayModule } from './gateway.module';
+export type { GatewayModuleOptions } from './gateway-module.options';
+export { createGatewayApp } from './bootstrap';
+export type { GatewayAppOptions } from './bootstrap';
+export { GATEWAY_CONFIG } from './config/gateway-config';
+export type { GatewayConfig } from './config/gateway-config';
+export { EnvironmentVariables, InvalidConfigurationError } from './config/environment';
+export { Tool } from './core/tools/tool.decorator';
+export type { ToolOptions } from './core/tools/tool.decorator';
+export { ToolError } from './core/tools/tool-error';
+export { ToolRegistryService, ToolRegistrationError } from './core/tools/tool-registry.service';
+export type {
+  ToolCallContext,
+  ToolCatalogueChange,
+  ToolDefinition,
+  ToolExample,
+  ToolOutcome,
+  ToolSource,
+  ToolSpec,
+} from './core/tools/tool-definition';
+export type { JsonSchema } from './core/tools/json-schema';
+export { GatewayError, GatewayErrorCode } from './core/errors/gateway-error';
+export { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+export { HealthService } from './health/health.service';
+export type { HealthIndicator, HealthReport } from './health/health.service';
+export { CalculatorModule } from './examples/calculator/calculator.module';

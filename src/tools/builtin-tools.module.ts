@@ -1,0 +1,6 @@
+import { Module } from '@nestjs/common';
+import { TimeTools } from './time.tools';
+
+/** The tools the gateway ships (source `builtin`), found by the same `@Tool()` discovery as users' tools. */
+@Module({ providers: [TimeTools] })
+export class BuiltinToolsModule {}
