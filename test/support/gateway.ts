@@ -1,0 +1,47 @@
+import { DynamicModule, Module, Type } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { AddressInfo } from 'net';
+import { createGatewayApp } from '../../src/bootstrap';
+import type { EnvironmentInput } from '../../src/config/environment';
+import { CalculatorModule } from '../../src/examples/calculator/calculator.module';
+import { GatewayModule } from '../../src/gateway.module';
+
+export interface RunningGateway {
+  app: NestExpressApplication;
+  port: number;
+  http(path: string): string;
+  ws(path: string): string;
+  close(): Promise<void>;
+}
+
+/** Settings every test gateway starts from: quiet, loopback only, no dedicated MCP listener. */
+export const TEST_SETTINGS: EnvironmentInput = {
+  CLOUD_HOST: '127.0.0.1',
+  CLOUD_PORT: 0,
+  CLOUD_LOG_LEVEL: 'ERROR',
+  MCP_WS_PORT: 0,
+};
+
+/**
+ * Boots the real gateway on 127.0.0.1, port 0, with `settings` over {@link TEST_SETTINGS} and
+ * `imports` beside `GatewayModule` (the calculator example by default).
+ */
+export async function startGateway(
+  settings: EnvironmentInput = {},
+  imports: (Type<unknown> | DynamicModule)[] = [CalculatorModule],
+  root: DynamicModule = GatewayModule.forRoot({ settings: { ...TEST_SETTINGS, ...settings } }),
+): Promise<RunningGateway> {
+  @Module({ imports: [root, ...imports] })
+  class TestAppModule {}
+
+  const app = await createGatewayApp(TestAppModule, { handleSignals: false });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return {
+    app,
+    port,
+    http: (path) => `http://127.0.0.1:${port}${path}`,
+    ws: (path) => `ws://127.0.0.1:${port}${path}`,
+    close: () => app.close(),
+  };
+}
