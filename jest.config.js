@@ -13,6 +13,7 @@ const common = {
 };
 
 module.exports = {
+  testTimeout: 30000,
   projects: [
     { ...common, displayName: 'unit', rootDir: 'src', testRegex: '.*\\.spec\\.ts$' },
     {
@@ -21,7 +22,6 @@ module.exports = {
       rootDir: '.',
       roots: ['<rootDir>/test'],
       testRegex: '.*\\.e2e-spec\\.ts$',
-      testTimeout: 30000,
     },
   ],
 };

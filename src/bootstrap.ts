@@ -26,7 +26,9 @@ export async function createGatewayApp(
   options: GatewayAppOptions = {},
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(rootModule, {
+    // Boot logs wait for the configured logger; if the boot fails they go out through this one.
     logger: new GatewayLogger(logSettingsFrom(process.env)),
+    bufferLogs: true,
     abortOnError: false,
     bodyParser: false,
   });

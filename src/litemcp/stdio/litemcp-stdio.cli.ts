@@ -38,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const early = new GatewayLogger(logSettingsFrom(process.env), { stderrOnly: true });
-  const app = await NestFactory.createApplicationContext(AppModule, { logger: early, abortOnError: false });
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: early, bufferLogs: true, abortOnError: false });
   try {
     const config = app.get<GatewayConfig>(GATEWAY_CONFIG);
     app.useLogger(new GatewayLogger(config.server, { stderrOnly: true }));
