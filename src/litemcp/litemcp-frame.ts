@@ -1,7 +1,5 @@
-import { Logger, ValidationPipe } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { describeException } from '../core/errors/describe-exception';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { describeValidationErrors } from '../core/validation/validation-message';
 import { failedCallResult } from './litemcp.mapper';
 import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpServerFrame, LiteMcpTool } from './litemcp.types';
 
@@ -37,12 +35,6 @@ export const errorFrame = (id: number | null, code: string, message: string): Li
   data: { code, message },
 });
 
-/** Validates LiteMCP DTOs; a failure is an INVALID_MESSAGE naming every bad field. */
-export const liteMcpValidationPipe = new ValidationPipe({
-  transform: true,
-  forbidUnknownValues: false,
-  exceptionFactory: (errors) => new GatewayError(GatewayErrorCode.INVALID_MESSAGE, describeValidationErrors(errors)),
-});
 
 /**
  * The answer to a request that failed before it produced its own answer: a `call` gets its

@@ -3,8 +3,8 @@ import type { Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { httpStatusOf } from '../core/errors/describe-exception';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
+import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
 import { ToolCallDto } from './dto/litemcp-frame.dto';
-import { liteMcpValidationPipe } from './litemcp-frame';
 import type { LiteMcpTool } from './litemcp.types';
 import { LiteMcpService } from './litemcp.service';
 
@@ -31,7 +31,7 @@ export class LiteMcpController {
   @Post(':tool')
   async call(
     @Param('tool') tool: string,
-    @Body(liteMcpValidationPipe) call: ToolCallDto,
+    @Body(frameValidationPipe) call: ToolCallDto,
     @Req() request: AuthenticatedRequest,
     @Res({ passthrough: true }) response: Response,
   ) {

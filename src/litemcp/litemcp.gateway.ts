@@ -6,10 +6,11 @@ import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
 import { connectionOf } from '../core/ws/gateway-connection';
 import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
+import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
 import { DuplicateIdInterceptor } from './duplicate-id.interceptor';
 import { LiteMcpCallFrameDto, LiteMcpGetFrameDto } from './dto/litemcp-frame.dto';
 import { LiteMcpWsExceptionFilter } from './litemcp-ws-exception.filter';
-import { infoFrame, liteMcpValidationPipe, resultFrame } from './litemcp-frame';
+import { infoFrame, resultFrame } from './litemcp-frame';
 import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
 import type { LiteMcpServerFrame } from './litemcp.types';
 import { LiteMcpService } from './litemcp.service';
@@ -33,7 +34,7 @@ export class LiteMcpGateway {
   @SubscribeMessage('get')
   describe(
     @ConnectedSocket() socket: WebSocket,
-    @MessageBody(liteMcpValidationPipe) frame: LiteMcpGetFrameDto,
+    @MessageBody(frameValidationPipe) frame: LiteMcpGetFrameDto,
   ): LiteMcpServerFrame {
     return infoFrame(frame.id, this.liteMcp.describe(connectionOf(socket).params.tool, frame.version));
   }
@@ -41,7 +42,7 @@ export class LiteMcpGateway {
   @SubscribeMessage('call')
   async call(
     @ConnectedSocket() socket: WebSocket,
-    @MessageBody(liteMcpValidationPipe) frame: LiteMcpCallFrameDto,
+    @MessageBody(frameValidationPipe) frame: LiteMcpCallFrameDto,
   ): Promise<LiteMcpServerFrame> {
     const connection = connectionOf(socket);
     const { result } = await this.liteMcp.call(connection.params.tool, frame.data, {

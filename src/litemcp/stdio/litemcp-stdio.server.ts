@@ -2,8 +2,9 @@ import { Logger } from '@nestjs/common';
 import type { Readable, Writable } from 'stream';
 import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
 import { FrameEvent, parseFrame } from '../../core/ws/frame-parser';
+import { frameValidationPipe } from '../../core/validation/frame-validation.pipe';
 import { LiteMcpCallFrameDto, LiteMcpGetFrameDto } from '../dto/litemcp-frame.dto';
-import { errorFrame, failureFrame, frameId, infoFrame, liteMcpValidationPipe, resultFrame } from '../litemcp-frame';
+import { errorFrame, failureFrame, frameId, infoFrame, resultFrame } from '../litemcp-frame';
 import type { LiteMcpServerFrame } from '../litemcp.types';
 import { LiteMcpService } from '../litemcp.service';
 import { SeenIds } from '../seen-ids';
@@ -57,11 +58,11 @@ export class LiteMcpStdioServer {
     try {
       switch (event) {
         case 'get': {
-          const frame = (await liteMcpValidationPipe.transform(data, { type: 'body', metatype: LiteMcpGetFrameDto })) as LiteMcpGetFrameDto;
+          const frame = (await frameValidationPipe.transform(data, { type: 'body', metatype: LiteMcpGetFrameDto })) as LiteMcpGetFrameDto;
           return infoFrame(frame.id, this.liteMcp.describe(this.toolName, frame.version));
         }
         case 'call': {
-          const frame = (await liteMcpValidationPipe.transform(data, { type: 'body', metatype: LiteMcpCallFrameDto })) as LiteMcpCallFrameDto;
+          const frame = (await frameValidationPipe.transform(data, { type: 'body', metatype: LiteMcpCallFrameDto })) as LiteMcpCallFrameDto;
           const { result } = await this.liteMcp.call(this.toolName, frame.data);
           return resultFrame(frame.id, result);
         }
