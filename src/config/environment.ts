@@ -11,6 +11,7 @@ import {
   Max,
   Min,
   MinLength,
+  ValidateIf,
   validateSync,
 } from 'class-validator';
 
@@ -84,6 +85,18 @@ export class EnvironmentVariables {
   @Min(0.01)
   CLOUD_SESSION_TIMEOUT = 3600;
 
+  /** Messages of history a session keeps (spec 6.2: 10). */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  CLOUD_SESSION_MAX_HISTORY = 10;
+
+  /** How often expired sessions are removed, in seconds (spec 6.2: 60). */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_SESSION_CLEANUP_INTERVAL = 60;
+
   /** Largest accepted WebSocket frame or HTTP body, in bytes (spec 12.1: 1 MB). */
   @NumberFromEnv()
   @IsInt()
@@ -146,6 +159,73 @@ export class EnvironmentVariables {
   @BooleanFromEnv()
   @IsBoolean()
   LLM_ENABLE_CONTEXT = false;
+
+  /** Retries of a failed LLM request (connection errors, 429, 5xx) before LLM_ERROR. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  LLM_MAX_RETRIES = 1;
+
+  /** Most model calls in one turn; the last is made without tools so the model must answer. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  LLM_MAX_TOOL_ROUNDS = 5;
+
+  /** Replaces the spec's system prompt (14.1); `{current_time}` is filled in. */
+  @IsOptional()
+  @IsString()
+  LLM_SYSTEM_PROMPT?: string;
+
+  /** A file holding the system prompt, for prompts too long for a variable. */
+  @IsOptional()
+  @IsString()
+  LLM_SYSTEM_PROMPT_FILE?: string;
+
+  // --- built-in tools ---
+  /** Open-Meteo's geocoding API (keyless), for get_weather. */
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  WEATHER_GEOCODING_URL = 'https://geocoding-api.open-meteo.com/v1/search';
+
+  /** Open-Meteo's forecast API (keyless), for get_weather. */
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  WEATHER_FORECAST_URL = 'https://api.open-meteo.com/v1/forecast';
+
+  /** Where the assistant is, for get_location and get_weather without a city. */
+  @IsOptional()
+  @IsString()
+  LOCATION_CITY?: string;
+
+  @IsOptional()
+  @IsString()
+  LOCATION_COUNTRY?: string;
+
+  @NumberFromEnv()
+  @IsOptional()
+  @IsNumber()
+  @Min(-90)
+  @Max(90)
+  LOCATION_LATITUDE?: number;
+
+  @NumberFromEnv()
+  @IsOptional()
+  @IsNumber()
+  @Min(-180)
+  @Max(180)
+  LOCATION_LONGITUDE?: number;
+
+  /** IP geolocation service asked when LOCATION_CITY is unset (ipwho.is / ip-api.com JSON); `off` turns it off. */
+  @ValidateIf((env: EnvironmentVariables) => env.LOCATION_PROVIDER_URL !== 'off')
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'LOCATION_PROVIDER_URL must be an http(s) URL or "off"' },
+  )
+  LOCATION_PROVIDER_URL = 'https://ipwho.is/';
+
+  /** The role-play characters (JSON); the shipped data/characters.json when unset. */
+  @IsOptional()
+  @IsString()
+  ROLEPLAY_CHARACTERS_FILE?: string;
 
   // --- MCP (spec 8.3) ---
   @BooleanFromEnv()

@@ -1,4 +1,6 @@
 import type { LogLevel } from '@nestjs/common';
+import { readFileSync } from 'fs';
+import { join, resolve } from 'path';
 import { isKnownTimeZone, systemTimeZone } from '../core/time/time-zone';
 import {
   EnvironmentInput,
@@ -26,9 +28,15 @@ export interface GatewayConfig {
     logLevels: LogLevel[];
     logFormat: 'json' | 'text';
   };
-  session: { timeoutMs: number };
+  session: { timeoutMs: number; maxHistory: number; cleanupIntervalMs: number };
   auth: { tokens: string[] };
-  tools: { serverToolTimeoutMs: number; defaultTimezone: string };
+  tools: {
+    serverToolTimeoutMs: number;
+    defaultTimezone: string;
+    weather: { geocodingUrl: string; forecastUrl: string };
+    location: { city?: string; country?: string; latitude?: number; longitude?: number; providerUrl?: string };
+    roleplayCharactersFile: string;
+  };
   llm: {
     baseUrl: string;
     model: string;
@@ -37,6 +45,10 @@ export interface GatewayConfig {
     temperature: number;
     maxTokens: number;
     enableContext: boolean;
+    maxRetries: number;
+    maxToolRounds: number;
+    /** The system prompt template (`{current_time}` is filled in per request); the spec's when unset. */
+    systemPrompt?: string;
   };
   mcp: {
     enabled: boolean;
@@ -77,6 +89,18 @@ function logLevelsUpTo(name: LogLevelName): LogLevel[] {
 
 const seconds = (value: number): number => Math.round(value * 1000);
 
+/** The characters shipped with the package (`data/` beside `src/` and `dist/`). */
+const SHIPPED_CHARACTERS_FILE = join(__dirname, '..', '..', 'data', 'characters.json');
+
+function readSystemPromptFile(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new InvalidConfigurationError([`LLM_SYSTEM_PROMPT_FILE cannot be read: ${(error as Error).message}`]);
+  }
+}
+
 export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   return {
     server: {
@@ -89,7 +113,11 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       logLevels: logLevelsUpTo(env.CLOUD_LOG_LEVEL),
       logFormat: env.CLOUD_LOG_FORMAT,
     },
-    session: { timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT) },
+    session: {
+      timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT),
+      maxHistory: env.CLOUD_SESSION_MAX_HISTORY,
+      cleanupIntervalMs: seconds(env.CLOUD_SESSION_CLEANUP_INTERVAL),
+    },
     auth: {
       tokens: env.AUTH_TOKENS.split(',')
         .map((token) => token.trim())
@@ -98,6 +126,15 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
     tools: {
       serverToolTimeoutMs: seconds(env.SERVER_TOOL_TIMEOUT),
       defaultTimezone: env.DEFAULT_TIMEZONE ?? systemTimeZone(),
+      weather: { geocodingUrl: env.WEATHER_GEOCODING_URL, forecastUrl: env.WEATHER_FORECAST_URL },
+      location: {
+        city: env.LOCATION_CITY,
+        country: env.LOCATION_COUNTRY,
+        latitude: env.LOCATION_LATITUDE,
+        longitude: env.LOCATION_LONGITUDE,
+        providerUrl: env.LOCATION_PROVIDER_URL === 'off' ? undefined : env.LOCATION_PROVIDER_URL,
+      },
+      roleplayCharactersFile: resolve(env.ROLEPLAY_CHARACTERS_FILE ?? SHIPPED_CHARACTERS_FILE),
     },
     llm: {
       baseUrl: env.LLM_BASE_URL,
@@ -107,6 +144,9 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       temperature: env.LLM_TEMPERATURE,
       maxTokens: env.LLM_MAX_TOKENS,
       enableContext: env.LLM_ENABLE_CONTEXT,
+      maxRetries: env.LLM_MAX_RETRIES,
+      maxToolRounds: env.LLM_MAX_TOOL_ROUNDS,
+      systemPrompt: env.LLM_SYSTEM_PROMPT ?? readSystemPromptFile(env.LLM_SYSTEM_PROMPT_FILE),
     },
     mcp: {
       enabled: env.MCP_ENABLED,
@@ -145,6 +185,9 @@ export function loadGatewayConfig(
     if (value !== undefined) merged[name] = value;
   }
   const env = validateEnvironment(merged);
+  if (env.LLM_SYSTEM_PROMPT !== undefined && env.LLM_SYSTEM_PROMPT_FILE !== undefined) {
+    throw new InvalidConfigurationError(['Set LLM_SYSTEM_PROMPT or LLM_SYSTEM_PROMPT_FILE, not both']);
+  }
   if (env.DEFAULT_TIMEZONE !== undefined && !isKnownTimeZone(env.DEFAULT_TIMEZONE)) {
     throw new InvalidConfigurationError([
       `DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris (got ${JSON.stringify(env.DEFAULT_TIMEZONE)})`,
