@@ -1,0 +1,74 @@
+import type { HistoryMessage, Session } from './session';
+import type { SessionStore } from './session-store';
+
+/**
+ * Sessions in this process's memory: the embedded default. Sessions are copied in and out, so
+ * callers never share a mutable object with the store, exactly as with a remote store.
+ */
+export class MemorySessionStore implements SessionStore {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(session: Session): Promise<void> {
+    this.sessions.set(session.id, structuredClone(session));
+  }
+
+  async get(id: string): Promise<Session | undefined> {
+    const session = this.live(id);
+    return session && structuredClone(session);
+  }
+
+  async update(id: string, change: (session: Session) => void): Promise<Session | undefined> {
+    const session = this.live(id);
+    if (!session) return undefined;
+    const next = structuredClone(session);
+    change(next);
+    next.lastActiveAt = this.now();
+    this.sessions.set(id, next);
+    return structuredClone(next);
+  }
+
+  async appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void> {
+    await this.update(id, (session) => {
+      session.history = limit > 0 ? [...session.history, ...messages].slice(-limit) : [];
+    });
+  }
+
+  async touch(id: string): Promise<void> {
+    const session = this.live(id);
+    if (session) session.lastActiveAt = this.now();
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.sessions.delete(id);
+  }
+
+  async sweep(): Promise<number> {
+    let removed = 0;
+    for (const [id, session] of this.sessions) {
+      if (this.expired(session)) {
+        this.sessions.delete(id);
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
+  /** How many sessions are held (expired ones not yet swept included). */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  private live(id: string): Session | undefined {
+    const session = this.sessions.get(id);
+    return session && !this.expired(session) ? session : undefined;
+  }
+
+  private expired(session: Session): boolean {
+    return this.now() - session.lastActiveAt > this.timeoutMs;
+  }
+}

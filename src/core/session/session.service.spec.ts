@@ -1,0 +1,107 @@
+import { loadGatewayConfig } from '../../config/gateway-config';
+import { GatewayError } from '../errors/gateway-error';
+import { MemorySessionStore } from './memory-session.store';
+import type { SessionStore } from './session-store';
+import { SessionService } from './session.service';
+
+describe('MemorySessionStore', () => {
+  let now = 1_000;
+  const store = new MemorySessionStore(100, () => now);
+  const session = (id: string) => ({
+    id,
+    owner: 'p',
+    createdAt: now,
+    lastActiveAt: now,
+    settings: { temperature: 0.7, maxTokens: 10, enableContext: false },
+    history: [],
+  });
+
+  it('hands out copies, never its own objects', async () => {
+    await store.create(session('a'));
+    const copy = await store.get('a');
+    copy!.history.push({ role: 'user', content: 'x' });
+    expect((await store.get('a'))!.history).toEqual([]);
+  });
+
+  it('keeps the last `limit` messages', async () => {
+    await store.create(session('h'));
+    for (let i = 1; i <= 4; i += 1) await store.appendHistory('h', [{ role: 'user', content: String(i) }], 3);
+    expect((await store.get('h'))!.history.map((m) => m.content)).toEqual(['2', '3', '4']);
+    await store.appendHistory('h', [{ role: 'user', content: '5' }], 0);
+    expect((await store.get('h'))!.history).toEqual([]);
+  });
+
+  it('forgets idle sessions, and touch keeps them', async () => {
+    await store.create(session('idle'));
+    await store.create(session('busy'));
+    now += 60;
+    await store.touch('busy');
+    now += 60;
+    expect(await store.get('idle')).toBeUndefined();
+    expect(await store.get('busy')).toBeDefined();
+    expect(await store.update('idle', () => undefined)).toBeUndefined();
+    expect(await store.sweep()).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('SessionService', () => {
+  const config = loadGatewayConfig({ CLOUD_SESSION_MAX_HISTORY: '2', LLM_TEMPERATURE: '0.3', LLM_ENABLE_CONTEXT: 'true' });
+  let service: SessionService;
+
+  beforeEach(() => {
+    service = new SessionService(new MemorySessionStore(config.session.timeoutMs), config);
+  });
+
+  it('creates sessions with the configured defaults', async () => {
+    const session = await service.create('alice');
+    expect(session).toMatchObject({ owner: 'alice', settings: { temperature: 0.3, maxTokens: 2048, enableContext: true }, history: [] });
+  });
+
+  it('resumes only for the owner, with one message for every refusal', async () => {
+    const { id } = await service.create('alice');
+    await expect(service.resume(id, 'alice')).resolves.toMatchObject({ id });
+    await expect(service.resume(id, 'bob')).rejects.toThrow(/does not exist, has expired, or belongs to another client/);
+    await expect(service.resume('missing', 'alice')).rejects.toMatchObject({ code: 'SESSION_ERROR' });
+  });
+
+  it('records exchanges within CLOUD_SESSION_MAX_HISTORY', async () => {
+    const { id } = await service.create('alice');
+    await service.recordExchange(id, 'q1', 'a1');
+    await service.recordExchange(id, 'q2', 'a2');
+    expect((await service.require(id)).history).toEqual([
+      { role: 'user', content: 'q2' },
+      { role: 'assistant', content: 'a2' },
+    ]);
+  });
+
+  it('tells the previous connection when another one takes its session over', async () => {
+    const { id } = await service.create('alice');
+    const first = jest.fn();
+    const second = jest.fn();
+    service.attach(id, 'c1', first);
+    service.attach(id, 'c1', first);
+    expect(first).not.toHaveBeenCalled();
+    service.attach(id, 'c2', second);
+    expect(first).toHaveBeenCalledTimes(1);
+    service.detach(id, 'c1');
+    service.attach(id, 'c3', jest.fn());
+    expect(second).toHaveBeenCalledTimes(1);
+  });
+
+  it('turns a failing store into SESSION_ERROR', async () => {
+    const broken: SessionStore = {
+      create: () => Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379')),
+      get: () => Promise.reject(new Error('down')),
+      update: () => Promise.reject(new Error('down')),
+      appendHistory: () => Promise.reject(new Error('down')),
+      touch: () => Promise.reject(new Error('down')),
+      delete: () => Promise.reject(new Error('down')),
+      sweep: () => Promise.reject(new Error('down')),
+    };
+    const failing = new SessionService(broken, config);
+    const error = await failing.create('alice').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).toMatchObject({ code: 'SESSION_ERROR', message: 'Session store unavailable' });
+    await expect(failing.sweep()).resolves.toBe(0);
+  });
+});

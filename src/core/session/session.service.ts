@@ -1,0 +1,139 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'crypto';
+import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import type { HistoryMessage, Session, SessionSettings } from './session';
+import { SESSION_STORE, SessionStore } from './session-store';
+
+interface Attachment {
+  connectionId: string;
+  /** Called when another connection resumes the session, so this one can move on. */
+  onTakenOver: () => void;
+}
+
+/**
+ * Conversations (LLM gateway spec, section 6): created on connect, resumed by id by the
+ * principal that created them, kept until they are idle for `CLOUD_SESSION_TIMEOUT`, swept every
+ * `CLOUD_SESSION_CLEANUP_INTERVAL`. A session attached to a live connection stays alive.
+ *
+ * One session, one connection: when a second connection resumes a session (a device that
+ * reconnected before its old socket was noticed dead), the session moves to it and the
+ * previous connection is told through its `onTakenOver` callback.
+ *
+ * Store failures surface as SESSION_ERROR, never as a raw exception.
+ */
+@Injectable()
+export class SessionService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('Sessions');
+  private readonly attachments = new Map<string, Attachment>();
+  private sweeper?: NodeJS.Timeout;
+
+  constructor(
+    @Inject(SESSION_STORE) private readonly store: SessionStore,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.sweeper = setInterval(() => void this.sweep(), this.config.session.cleanupIntervalMs);
+    this.sweeper.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** A new session owned by `owner`, with the configured default settings. */
+  async create(owner: string): Promise<Session> {
+    const now = Date.now();
+    const { llm } = this.config;
+    const session: Session = {
+      id: randomUUID(),
+      owner,
+      createdAt: now,
+      lastActiveAt: now,
+      settings: { temperature: llm.temperature, maxTokens: llm.maxTokens, enableContext: llm.enableContext },
+      history: [],
+    };
+    await this.guard(() => this.store.create(session));
+    return session;
+  }
+
+  /** The session `id` if it exists and `owner` created it; otherwise SESSION_ERROR. */
+  async resume(id: string, owner: string): Promise<Session> {
+    const session = await this.guard(() => this.store.get(id));
+    if (!session || session.owner !== owner) {
+      throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" does not exist, has expired, or belongs to another client`);
+    }
+    return session;
+  }
+
+  /** The session `id`, or SESSION_ERROR when it is gone. */
+  async require(id: string): Promise<Session> {
+    const session = await this.guard(() => this.store.get(id));
+    if (!session) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
+    return session;
+  }
+
+  async configure(id: string, settings: Partial<SessionSettings>): Promise<Session> {
+    const session = await this.guard(() =>
+      this.store.update(id, (current) => {
+        current.settings = { ...current.settings, ...settings };
+      }),
+    );
+    if (!session) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
+    return session;
+  }
+
+  /** Keeps one exchange in the history, within `CLOUD_SESSION_MAX_HISTORY`. */
+  async recordExchange(id: string, user: string, assistant: string): Promise<void> {
+    const messages: HistoryMessage[] = [
+      { role: 'user', content: user },
+      { role: 'assistant', content: assistant },
+    ];
+    await this.guard(() => this.store.appendHistory(id, messages, this.config.session.maxHistory));
+  }
+
+  async touch(id: string): Promise<void> {
+    await this.guard(() => this.store.touch(id));
+  }
+
+  async end(id: string): Promise<void> {
+    this.attachments.delete(id);
+    await this.guard(() => this.store.delete(id));
+  }
+
+  /** Binds the session to a connection; a connection already holding it is told it was taken over. */
+  attach(sessionId: string, connectionId: string, onTakenOver: () => void): void {
+    const previous = this.attachments.get(sessionId);
+    this.attachments.set(sessionId, { connectionId, onTakenOver });
+    if (previous && previous.connectionId !== connectionId) previous.onTakenOver();
+  }
+
+  /** Releases the session from `connectionId` (it closed or moved on); the session stays resumable. */
+  detach(sessionId: string, connectionId: string): void {
+    if (this.attachments.get(sessionId)?.connectionId === connectionId) this.attachments.delete(sessionId);
+  }
+
+  /** Keeps attached sessions alive and removes expired ones; returns how many were removed. */
+  async sweep(): Promise<number> {
+    try {
+      await Promise.all([...this.attachments.keys()].map((id) => this.store.touch(id)));
+      const removed = await this.store.sweep();
+      if (removed > 0) this.logger.debug?.(`Removed ${removed} expired session(s)`);
+      return removed;
+    } catch (error) {
+      this.logger.warn(`Session cleanup failed: ${(error as Error).message}`);
+      return 0;
+    }
+  }
+
+  private async guard<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      this.logger.error(`Session store failed: ${(error as Error)?.stack ?? error}`);
+      throw new GatewayError(GatewayErrorCode.SESSION_ERROR, 'Session store unavailable');
+    }
+  }
+}

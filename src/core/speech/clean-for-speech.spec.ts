@@ -1,0 +1,42 @@
+import { cleanForSpeech } from './clean-for-speech';
+import { stripThinkBlocks } from './think-blocks';
+
+describe('stripThinkBlocks', () => {
+  it.each([
+    ['<think>plan the answer</think>\n\nIt is sunny.', 'It is sunny.'],
+    ['<THINK>a</THINK>One<think>b</think> two', 'One two'],
+    ['reasoning the server left without its opening tag</think>Answer', 'Answer'],
+    ['Answer so far <think>cut off mid-thought', 'Answer so far'],
+    ['<think>\n\n</think>\n\n你好！', '你好！'],
+    ['No reasoning at all', 'No reasoning at all'],
+  ])('%j -> %j', (input, output) => expect(stripThinkBlocks(input)).toBe(output));
+});
+
+describe('cleanForSpeech', () => {
+  it.each([
+    ['**今天**天气*晴朗*，适合外出。', '今天天气晴朗，适合外出。'],
+    ['__Bold__ and _italic_ and ~~gone~~ words', 'Bold and italic and gone words'],
+    ['# Weather\n## Today', 'Weather\nToday'],
+    ['- milk\n* eggs\n+ bread\n- [x] done', 'milk\neggs\nbread\ndone'],
+    ['1. Preheat the oven\n2. Bake', '1. Preheat the oven\n2. Bake'],
+    ['See [the forecast](https://example.com/f) and ![a map](map.png).', 'See the forecast and a map.'],
+    ['Run `npm start` now', 'Run npm start now'],
+    ['```bash\nnpm start\n```', 'npm start'],
+    ['| City | Temp |\n|------|:----:|\n| Beijing | 22 |', 'City, Temp\nBeijing, 22'],
+    ['> quoted words', 'quoted words'],
+    ['above\n\n---\n\nbelow', 'above\nbelow'],
+    ['今天天气不错😀👍🏽！🇨🇳 出发吧❤️', '今天天气不错！ 出发吧'],
+    ['★☆◆◇●■□ 重点 → 注意 ✓', '重点 注意'],
+    ['<think>用户问天气</think>北京今天晴，22度。', '北京今天晴，22度。'],
+  ])('%j -> %j', (input, output) => expect(cleanForSpeech(input)).toBe(output));
+
+  it('keeps what only looks like Markdown', () => {
+    expect(cleanForSpeech('snake_case_name stays, 2*3*4 = 24, a * b')).toBe('snake_case_name stays, 2*3*4 = 24, a * b');
+    expect(cleanForSpeech('约翰·史密斯说：“你好。”')).toBe('约翰·史密斯说：“你好。”');
+  });
+
+  it('leaves nothing but the words of a typical Markdown answer', () => {
+    const answer = '<think>\nThe user wants a plan.\n</think>\n\n## 明天的安排 📅\n\n1. **早上**：跑步 🏃\n2. *下午*：[读书](http://x)\n\n> 记得带伞 ☔';
+    expect(cleanForSpeech(answer)).toBe('明天的安排\n1. 早上：跑步\n2. 下午：读书\n记得带伞');
+  });
+});
