@@ -1,6 +1,14 @@
 import { Module } from '@nestjs/common';
+import { LanguageTools } from './language.tools';
+import { LocationService } from './location.service';
+import { LocationTools } from './location.tools';
+import { RoleplayTools } from './roleplay.tools';
 import { TimeTools } from './time.tools';
+import { WeatherTools } from './weather.tools';
 
-/** The tools the gateway ships (source `builtin`), found by the same `@Tool()` discovery as users' tools. */
-@Module({ providers: [TimeTools] })
+/**
+ * The tools the gateway ships (source `builtin`): the ten server tools of the LLM gateway spec
+ * (7.2), found by the same `@Tool()` discovery as users' tools.
+ */
+@Module({ providers: [TimeTools, LocationService, LocationTools, WeatherTools, LanguageTools, RoleplayTools] })
 export class BuiltinToolsModule {}
