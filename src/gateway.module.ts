@@ -2,16 +2,24 @@ import { Global, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
-import { GATEWAY_CONFIG, loadGatewayConfig } from './config/gateway-config';
+import { GATEWAY_CONFIG, GatewayConfig, loadGatewayConfig } from './config/gateway-config';
 import { AccessTokenService } from './core/auth/access-token.service';
 import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
+import { HeartbeatInterceptor, WsHeartbeat } from './core/ws/heartbeat';
+import { LlmService } from './core/llm/llm.service';
+import { SystemPromptService } from './core/llm/system-prompt.service';
+import { CharacterCatalogueService } from './core/roleplay/character-catalogue.service';
+import { MemorySessionStore } from './core/session/memory-session.store';
+import { SESSION_STORE } from './core/session/session-store';
+import { SessionService } from './core/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
 import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions } from './gateway-module.options';
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
+import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 
 /**
@@ -33,6 +41,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     HealthModule,
     BuiltinToolsModule,
     LiteMcpModule,
+    LlmGatewayModule,
   ],
   providers: [
     {
@@ -47,7 +56,30 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     BearerAuthGuard,
     HttpErrorFormats,
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
+    {
+      provide: SESSION_STORE,
+      inject: [GATEWAY_CONFIG],
+      useFactory: (config: GatewayConfig) => new MemorySessionStore(config.session.timeoutMs),
+    },
+    SessionService,
+    LlmService,
+    SystemPromptService,
+    CharacterCatalogueService,
+    WsHeartbeat,
+    HeartbeatInterceptor,
   ],
-  exports: [GATEWAY_CONFIG, ToolRegistryService, AccessTokenService, BearerAuthGuard, HttpErrorFormats],
+  exports: [
+    GATEWAY_CONFIG,
+    ToolRegistryService,
+    AccessTokenService,
+    BearerAuthGuard,
+    HttpErrorFormats,
+    SessionService,
+    LlmService,
+    SystemPromptService,
+    CharacterCatalogueService,
+    WsHeartbeat,
+    HeartbeatInterceptor,
+  ],
 })
 export class GatewayModule extends ConfigurableGatewayModule {}

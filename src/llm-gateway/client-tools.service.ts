@@ -1,0 +1,117 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'crypto';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { JsonSchema } from '../core/tools/json-schema';
+import { ToolError } from '../core/tools/tool-error';
+import { toolNameProblem } from '../core/tools/tool-name';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import type { ToolResultDto } from './dto/client-messages.dto';
+import { LlmConnection } from './llm-connection';
+import { toolCallbackFrame, ToolRegistration } from './llm-gateway.frames';
+
+const failed = (name: unknown, code: GatewayErrorCode, error: string): ToolRegistration => ({
+  name: typeof name === 'string' ? name : String(name ?? ''),
+  status: 'failed',
+  error,
+  code,
+});
+
+/**
+ * Tools a device registers and runs itself (spec 4.6, 4.7, 7.3). They join the catalogue as
+ * client tools of their connection, visible to nobody else; calling one sends the device a
+ * `tool_callback` and waits for its `tool_result` (the catalogue's time limit is
+ * `CLIENT_TOOL_TIMEOUT`). They are removed when the connection closes.
+ */
+@Injectable()
+export class ClientToolsService {
+  constructor(
+    private readonly registry: ToolRegistryService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  /** Registers each tool on its own merits; a bad tool fails alone, with a reason and a code. */
+  register(connection: LlmConnection, tools: Record<string, unknown>[]): ToolRegistration[] {
+    const { enabled, maxCount, timeoutMs } = this.config.clientTools;
+    if (!enabled) {
+      throw new GatewayError(GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'Client tools are disabled on this server');
+    }
+    return tools.map(({ name, description, parameters }): ToolRegistration => {
+      const nameProblem = toolNameProblem(name);
+      if (nameProblem) return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, nameProblem);
+      const toolName = name as string;
+      if (typeof description !== 'string') {
+        return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'description is required and must be a string');
+      }
+      if (this.registry.get(toolName, connection.id)) {
+        return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'Tool name already exists');
+      }
+      if (this.countOf(connection) >= maxCount) {
+        return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, `Too many tools: at most ${maxCount} per connection`);
+      }
+      try {
+        this.registry.register(
+          {
+            name: toolName,
+            description,
+            inputSchema: parameters as JsonSchema,
+            source: `client:${connection.id}`,
+            timeoutMs,
+            handler: (args, context) => this.callBack(connection, toolName, args, context.signal),
+          },
+          connection.id,
+        );
+        return { name: toolName, status: 'registered' };
+      } catch (error) {
+        return failed(name, GatewayErrorCode.INVALID_TOOL_PARAMETERS, (error as Error).message);
+      }
+    });
+  }
+
+  /** Settles the callback `call_id` names; an unknown or expired id is INVALID_MESSAGE (spec 11.5). */
+  settle(connection: LlmConnection, result: ToolResultDto): void {
+    const pending = connection.pendingCallbacks.get(result.call_id);
+    if (!pending) {
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Unknown or expired call_id "${result.call_id}"`);
+    }
+    pending.settle(result);
+  }
+
+  /** Removes the connection's tools (it closed). */
+  release(connection: LlmConnection): void {
+    this.registry.unregisterConnection(connection.id);
+  }
+
+  private countOf(connection: LlmConnection): number {
+    return this.registry.list(connection.id).filter((tool) => tool.source === `client:${connection.id}`).length;
+  }
+
+  /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */
+  private callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    const { resultQueueSize } = this.config.clientTools;
+    if (connection.pendingCallbacks.size >= resultQueueSize) {
+      throw new ToolError(`Too many device tool calls waiting: at most ${resultQueueSize}`);
+    }
+    const callId = randomUUID();
+    return new Promise((resolve, reject) => {
+      const forget = () => {
+        connection.pendingCallbacks.delete(callId);
+        signal.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        forget();
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      connection.pendingCallbacks.set(callId, {
+        toolName,
+        settle: ({ success, result, error }) => {
+          forget();
+          if (success) resolve(result ?? null);
+          else reject(new ToolError(error || `The device could not run "${toolName}"`));
+        },
+      });
+      connection.send(toolCallbackFrame(callId, toolName, args));
+    });
+  }
+}
