@@ -1,0 +1,188 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
+import type { AddressInfo, Socket } from 'net';
+
+/** A request the gateway made, as the scripted server received it. */
+export interface ChatRequest {
+  model: string;
+  messages: { role: string; content?: string | null; tool_calls?: any[]; tool_call_id?: string }[];
+  tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[];
+  temperature?: number;
+  max_tokens?: number;
+  stream?: boolean;
+  headers: IncomingMessage['headers'];
+}
+
+export interface ScriptedToolCall {
+  name: string;
+  /** An object is sent as JSON; a string is sent as is (so it can be malformed). */
+  arguments?: unknown;
+  id?: string;
+}
+
+/** One model answer, or a fault. */
+export type ScriptedReply =
+  | { text: string; delayMs?: number }
+  | { toolCalls: ScriptedToolCall[]; text?: string; delayMs?: number }
+  | { fault: 'http500' | 'http404' | 'hang' | 'cut' };
+
+export type Script = ScriptedReply | ((request: ChatRequest) => ScriptedReply);
+
+/** The last user message of a request. */
+export function lastUserText(request: ChatRequest): string {
+  return [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+}
+
+/** The tool results fed back in a request, by tool call id. */
+export function toolResults(request: ChatRequest): Record<string, any> {
+  const results: Record<string, any> = {};
+  for (const message of request.messages) {
+    if (message.role === 'tool' && message.tool_call_id) {
+      try {
+        results[message.tool_call_id] = JSON.parse(message.content ?? 'null');
+      } catch {
+        results[message.tool_call_id] = message.content;
+      }
+    }
+  }
+  return results;
+}
+
+/**
+ * An OpenAI-compatible chat-completions server for tests: answers are scripted, in order, and
+ * streamed the way vLLM streams them (role chunk, content deltas, tool-call deltas split mid
+ * JSON, a finish chunk, `[DONE]`). Faults: HTTP 500 (with a secret in the body, which must not
+ * reach clients), HTTP 404, a request that never answers, a stream cut before it finishes.
+ * Without a script entry it echoes the user's text.
+ */
+export class ScriptedLlm {
+  readonly requests: ChatRequest[] = [];
+  private readonly script: Script[] = [];
+  private readonly sockets = new Set<Socket>();
+  private counter = 0;
+
+  private constructor(private readonly server: Server) {
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  static async start(): Promise<ScriptedLlm> {
+    const server = createServer();
+    const llm = new ScriptedLlm(server);
+    server.on('request', (request, response) => void llm.handle(request, response));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return llm;
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1/`;
+  }
+
+  /** Queues answers for the next requests, in order. */
+  reply(...replies: Script[]): this {
+    this.script.push(...replies);
+    return this;
+  }
+
+  /** Forgets the queued answers and the recorded requests. */
+  reset(): void {
+    this.script.length = 0;
+    this.requests.length = 0;
+  }
+
+  get pending(): number {
+    return this.script.length;
+  }
+
+  async close(): Promise<void> {
+    this.sockets.forEach((socket) => socket.destroy());
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    let body = '';
+    for await (const chunk of request) body += chunk;
+    if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
+      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      return;
+    }
+    const chat = { ...JSON.parse(body), headers: request.headers } as ChatRequest;
+    this.requests.push(chat);
+    const next: Script = this.script.shift() ?? ((r: ChatRequest) => ({ text: `You said: ${lastUserText(r)}` }));
+    const reply: ScriptedReply = typeof next === 'function' ? next(chat) : next;
+
+    if ('fault' in reply) return this.fault(reply.fault, response);
+    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    const id = `chatcmpl-${++this.counter}`;
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({
+        id,
+        object: 'chat.completion.chunk',
+        created: Math.floor(Date.now() / 1000),
+        model: chat.model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      })}\n\n`;
+
+    const text = 'text' in reply ? (reply.text ?? '') : '';
+    const toolCalls = 'toolCalls' in reply ? reply.toolCalls : [];
+    const parts: string[] = [chunk({ role: 'assistant', content: '' })];
+    for (const piece of text.match(/[\s\S]{1,7}/g) ?? []) parts.push(chunk({ content: piece }));
+    toolCalls.forEach((call, index) => {
+      const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+      parts.push(chunk({ tool_calls: [{ index, id: call.id ?? `call_${this.counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }));
+      for (const piece of args.match(/[\s\S]{1,5}/g) ?? []) parts.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    });
+    parts.push(chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop'));
+
+    if (chat.stream) {
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      for (const part of parts) response.write(part);
+      response.end('data: [DONE]\n\n');
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: chat.model,
+        choices: [
+          {
+            index: 0,
+            finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+            message: {
+              role: 'assistant',
+              content: text,
+              tool_calls: toolCalls.map((call, index) => ({
+                id: call.id ?? `call_${this.counter}_${index}`,
+                type: 'function',
+                function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}) },
+              })),
+            },
+          },
+        ],
+      }),
+    );
+  }
+
+  private fault(kind: 'http500' | 'http404' | 'hang' | 'cut', response: ServerResponse): void {
+    switch (kind) {
+      case 'http500':
+        response.writeHead(500, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { message: 'CUDA out of memory; api_key=sk-secret-123' } }));
+        return;
+      case 'http404':
+        response.writeHead(404, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { message: 'The model `Qwen3` does not exist.' } }));
+        return;
+      case 'hang':
+        return;
+      case 'cut':
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`data: ${JSON.stringify({ id: 'cut', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an ans' }, finish_reason: null }] })}\n\n`);
+        setTimeout(() => response.socket?.destroy(), 20);
+        return;
+    }
+  }
+}
