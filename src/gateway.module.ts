@@ -12,6 +12,7 @@ import { ToolRegistryService } from './core/tools/tool-registry.service';
 import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions } from './gateway-module.options';
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
+import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 
 /**
@@ -33,6 +34,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     HealthModule,
     BuiltinToolsModule,
     LiteMcpModule,
+    McpModule,
   ],
   providers: [
     {
