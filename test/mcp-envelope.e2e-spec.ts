@@ -1,7 +1,7 @@
-import { createServer } from 'net';
 import { McpSocketSessions } from '../src/mcp/websocket/mcp-socket-sessions.service';
 import { AuthFailed, EnvelopeClient, JsonRpcError } from './support/mcp-envelope-client';
 import { RunningGateway, startGateway } from './support/gateway';
+import { freePort, listenOn } from './support/ports';
 import { TestSocket, UpgradeRefused } from './support/test-socket';
 
 const TOKEN = 'mcp-secret';
@@ -314,26 +314,6 @@ describe('MCP over WebSocket, connections and shutdown', () => {
     await stopped;
   });
 });
-
-/** Listens on `port` and lets it go at once; rejects when someone else holds it. */
-function listenOn(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().once('error', reject);
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
-  });
-}
-
-/** A port nobody listens on right now: bind port 0, read it, let it go. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('MCP over WebSocket, the dedicated listener (MCP_WS_HOST:MCP_WS_PORT)', () => {
   let gateway: RunningGateway;

@@ -1,4 +1,5 @@
 import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
@@ -41,10 +42,12 @@ export class McpModule implements OnModuleInit {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly tokens: AccessTokenService,
     private readonly errorFormats: HttpErrorFormats,
+    private readonly http: HttpAdapterHost,
   ) {}
 
   onModuleInit(): void {
     this.errorFormats.register(MCP_PATH, mcpHttpErrorBody);
-    this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, this.tokens.enabled, new Logger('MCP')));
+    const context = { sharedTokens: this.tokens.enabled, served: Boolean(this.http.httpAdapter) };
+    this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, context, new Logger('MCP')));
   }
 }

@@ -27,8 +27,9 @@ export class McpDedicatedListener implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const { enabled, ws } = this.config.mcp;
-    if (!enabled || ws.port === 0) return;
     const adapter = this.application.getIoAdapter();
+    // An application context (the stdio command, a testing module) has no WebSocket server to extend.
+    if (!enabled || ws.port === 0 || !adapter) return;
     if (!(adapter instanceof GatewayWsAdapter)) {
       throw new Error('The dedicated MCP listener needs the gateway\'s WebSocket adapter: create the app with createGatewayApp()');
     }
