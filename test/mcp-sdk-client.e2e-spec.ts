@@ -120,6 +120,16 @@ describe('MCP sessions are released', () => {
   });
   afterAll(() => gateway.close());
 
+  it('and counted on /health meanwhile', async () => {
+    const client = new Client({ name: 'sdk-e2e', version: '1.0.0' });
+    const transport = TRANSPORTS[1][1](gateway, TOKEN) as StreamableHTTPClientTransport;
+    await client.connect(transport);
+    const health = (await (await fetch(gateway.http('/health'))).json()) as any;
+    expect(health.checks.mcp).toEqual({ state: 'up', websocket_connections: 0, http_sessions: 1 });
+    await transport.terminateSession();
+    await client.close();
+  });
+
   it('when a plain WebSocket client closes', async () => {
     const sessions = gateway.app.get(McpSocketSessions);
     const client = new Client({ name: 'sdk-e2e', version: '1.0.0' });

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import {
   CallToolRequest,
   CallToolRequestSchema,
@@ -50,6 +51,8 @@ const ToolsCallWithAnyParams = CallToolRequestSchema.extend({ params: RequestSch
 export class McpServerFactory {
   private readonly logger = new Logger('MCP');
   private readonly serverInfo: Implementation;
+  /** The SDK's validator (for elicitation answers) holds an ajv instance; one serves every session. */
+  private readonly validator = new AjvJsonSchemaValidator();
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -73,6 +76,7 @@ export class McpServerFactory {
     const server = new Server(this.serverInfo, {
       capabilities: { tools: { listChanged: true } },
       debouncedNotificationMethods: ['notifications/tools/list_changed'],
+      jsonSchemaValidator: this.validator,
     });
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list().map(toMcpTool) }));

@@ -3,6 +3,8 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
+import { HealthModule } from '../health/health.module';
+import { HealthService } from '../health/health.service';
 import { mcpHttpErrorBody } from './http/mcp-http-error.format';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
 import { McpAuthGuard } from './mcp-auth.guard';
@@ -23,6 +25,7 @@ import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
  * spec's dedicated WebSocket listener; each session an SDK server over the shared catalogue.
  */
 @Module({
+  imports: [HealthModule],
   controllers: [McpController],
   providers: [
     McpServerFactory,
@@ -43,11 +46,20 @@ export class McpModule implements OnModuleInit {
     private readonly tokens: AccessTokenService,
     private readonly errorFormats: HttpErrorFormats,
     private readonly http: HttpAdapterHost,
+    private readonly health: HealthService,
+    private readonly sockets: McpSocketSessions,
+    private readonly httpSessions: McpHttpSessions,
   ) {}
 
   onModuleInit(): void {
     this.errorFormats.register(MCP_PATH, mcpHttpErrorBody);
     const context = { sharedTokens: this.tokens.enabled, served: Boolean(this.http.httpAdapter) };
     this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, context, new Logger('MCP')));
+    if (this.config.mcp.enabled) {
+      this.health.register('mcp', {
+        critical: false,
+        check: () => ({ state: 'up', websocket_connections: this.sockets.size, http_sessions: this.httpSessions.size }),
+      });
+    }
   }
 }
