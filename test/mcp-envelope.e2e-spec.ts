@@ -274,6 +274,25 @@ describe('MCP over WebSocket, timing (short intervals set by env)', () => {
     expect(sessions.size).toBe(0);
   });
 
+  it('keeps a plain MCP client, which answers WebSocket pings by itself', async () => {
+    const socket = await TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] });
+    let pings = 0;
+    socket.socket.on('ping', () => (pings += 1));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(pings).toBeGreaterThanOrEqual(5);
+    socket.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(await socket.next()).toMatchObject({ id: 1, result: { tools: expect.any(Array) } });
+    await socket.close();
+  });
+
+  it('drops a plain MCP client that does not answer WebSocket pings, and its session', async () => {
+    const sessions = gateway.app.get(McpSocketSessions);
+    const socket = await TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'], autoPong: false });
+    expect((await socket.closed).code).toBe(1006);
+    for (let waited = 0; sessions.size > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sessions.size).toBe(0);
+  });
+
   it('starts the heartbeat at auth, not at connect', async () => {
     const socket = await TestSocket.open(gateway.ws('/mcp'));
     await new Promise((resolve) => setTimeout(resolve, 250));
