@@ -20,6 +20,7 @@ import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
+import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 
 /**
@@ -42,6 +43,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     BuiltinToolsModule,
     LiteMcpModule,
     LlmGatewayModule,
+    McpModule,
   ],
   providers: [
     {

@@ -1,29 +1,5 @@
-import { ChildProcess, spawn } from 'child_process';
-import { builtFile, PROJECT_ROOT } from './support/built';
+import { listeningPort, startMain } from './support/main-process';
 import { TestSocket } from './support/test-socket';
-
-/** `node dist/main.js` as a user starts it, with its logs collected. */
-function startMain(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  let output = '';
-  const child = spawn(process.execPath, [builtFile('main.js')], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, CLOUD_HOST: '127.0.0.1', CLOUD_PORT: '0', MCP_WS_PORT: '0', ...env },
-  });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function listeningPort(output: () => string, timeoutMs = 15000): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const match = /Listening on [\d.]+:(\d+)/.exec(output());
-    if (match) return Number(match[1]);
-    if (Date.now() > deadline) throw new Error(`Gateway did not start:\n${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('the gateway process', () => {
   it('logs JSON, serves /health, and on SIGTERM closes sockets with 1001 and exits 0', async () => {

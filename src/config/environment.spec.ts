@@ -72,6 +72,11 @@ describe('gateway configuration', () => {
     expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`${name}.*\\(got "${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\)|${name}`));
   });
 
+  it('refuses the MCP spec\'s placeholder token unless it is explicitly allowed', () => {
+    expect(() => loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!' })).toThrow(/MCP_WS_AUTH_TOKEN is the spec's placeholder "ChangeMe!"/);
+    expect(loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' }).mcp.ws.authToken).toBe('ChangeMe!');
+  });
+
   it('reports every bad variable at once', () => {
     try {
       loadGatewayConfig({ CLOUD_PORT: '-1', CLIENT_TOOLS_MAX_COUNT: '0' });

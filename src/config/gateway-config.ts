@@ -172,6 +172,9 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   };
 }
 
+/** The MCP-over-WebSocket spec's example token, refused unless `MCP_WS_ALLOW_DEFAULT_TOKEN` is set. */
+export const MCP_PLACEHOLDER_TOKEN = 'ChangeMe!';
+
 /**
  * Validates `source` (normally process.env) with `overrides` on top, and builds the typed
  * config. Throws {@link InvalidConfigurationError} naming every bad variable.
@@ -191,6 +194,11 @@ export function loadGatewayConfig(
   if (env.DEFAULT_TIMEZONE !== undefined && !isKnownTimeZone(env.DEFAULT_TIMEZONE)) {
     throw new InvalidConfigurationError([
       `DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris (got ${JSON.stringify(env.DEFAULT_TIMEZONE)})`,
+    ]);
+  }
+  if (env.MCP_WS_AUTH_TOKEN === MCP_PLACEHOLDER_TOKEN && !env.MCP_WS_ALLOW_DEFAULT_TOKEN) {
+    throw new InvalidConfigurationError([
+      `MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}", which anyone can guess: set a strong token (or MCP_WS_ALLOW_DEFAULT_TOKEN=true to use it anyway)`,
     ]);
   }
   return buildGatewayConfig(env);

@@ -50,3 +50,29 @@ describe('readBearerToken', () => {
     expect(readBearerToken(request({ authorization: 'Bearer header' }, '/?token=query'))).toBe('header');
   });
 });
+
+describe('AccessTokenService realms', () => {
+  const service = (tokens: string) => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens }));
+
+  it('accepts the shared tokens and its own in a defined realm, with the same principal as the shared realm', () => {
+    const tokens = service('alpha');
+    tokens.defineRealm('mcp', ['gamma']);
+    expect(tokens.authenticate('gamma', 'mcp')).toMatchObject({ ok: true });
+    expect(tokens.authenticate('alpha', 'mcp')).toEqual(tokens.authenticate('alpha'));
+    expect(tokens.authenticate('gamma')).toMatchObject({ ok: false, status: 403 });
+    expect(tokens.authenticate('delta', 'mcp')).toMatchObject({ ok: false, status: 403 });
+    expect(tokens.authenticate(undefined, 'mcp')).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('never lets anyone into a defined realm without tokens, while the shared realm stays open', () => {
+    const tokens = service('');
+    tokens.defineRealm('mcp', []);
+    expect(tokens.authenticate(undefined)).toEqual({ ok: true, principal: ANONYMOUS_PRINCIPAL });
+    expect(tokens.authenticate(undefined, 'mcp')).toMatchObject({ ok: false, status: 401 });
+    expect(tokens.authenticate('anything', 'mcp')).toMatchObject({ ok: false, status: 403 });
+  });
+
+  it('refuses to check a realm nobody defined', () => {
+    expect(() => service('').authenticate('x', 'nowhere')).toThrow(/Unknown token realm "nowhere"/);
+  });
+});

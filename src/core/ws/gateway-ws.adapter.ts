@@ -29,18 +29,29 @@ interface Route {
   softLimitBytes?: number;
 }
 
+interface FoundRoute {
+  route: Route;
+  params: Record<string, string>;
+}
+
+/** Which route serves an upgrade to `pathname` on one HTTP server; throws on a malformed path. */
+type RouteFinder = (pathname: string) => FoundRoute | undefined;
+
 /**
  * Nest's `WsAdapter`, extended for a multi-protocol gateway on one HTTP server:
  * - routes upgrades by path pattern (`/litemcp/:tool`) and aliases, 404 for unknown paths;
  * - runs each gateway's upgrade guards first, so refusals are HTTP statuses with no socket;
  * - routes frames on their `type`, with fallback events for malformed, untyped, unknown and
  *   oversized frames (see {@link FrameEvent}) instead of dropping them silently;
- * - on shutdown refuses new upgrades (503) and closes every socket with a close frame (1001).
+ * - on shutdown refuses new upgrades (503) and closes every socket with a close frame (1001);
+ * - serves chosen routes on further HTTP servers too ({@link attachServer}), for protocols whose
+ *   spec has a listener of its own.
  */
 export class GatewayWsAdapter extends WsAdapter {
   protected override readonly logger = new Logger('WebSocket');
   private readonly routes: Route[] = [];
   private readonly routeOfSocket = new WeakMap<WebSocket, Route>();
+  private readonly attachedServers: HttpServer[] = [];
   private closing = false;
 
   constructor(private readonly app: INestApplicationContext) {
@@ -146,17 +157,51 @@ export class GatewayWsAdapter extends WsAdapter {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
+  /**
+   * Serves the gateway registered for `route` on `server` as well, at `paths` (path-to-regexp
+   * patterns, `route` itself by default): its upgrades go through the same guards, connection
+   * count and frame handling as on the shared server. Requests that are not upgrades are left to
+   * `server`'s own handler. The adapter owns `server` from here on and closes it after the
+   * gateways at shutdown; call this once the gateways exist (`onApplicationBootstrap`).
+   */
+  attachServer(server: HttpServer, route: string, paths: string[] = [route]): void {
+    const target = this.routes.find((candidate) => candidate.path === route);
+    if (!target) throw new Error(`No WebSocket gateway serves route "${route}"`);
+    const patterns: Route['patterns'] = paths.map((pattern) => match(pattern, { decode: decodeURIComponent }));
+    const findRoute: RouteFinder = (pathname) => {
+      const params = matchAny(patterns, pathname);
+      return params && { route: target, params };
+    };
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.upgrade(request, socket, head, findRoute);
+    });
+    this.attachedServers.push(server);
+  }
+
+  /** After Nest's own cleanup, closes the attached servers (their sockets are gone by now). */
+  override async dispose(): Promise<void> {
+    await super.dispose();
+    const servers = this.attachedServers.splice(0);
+    await Promise.all(
+      servers.map((server) => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        return closed;
+      }),
+    );
+  }
+
   protected override ensureHttpServerExists(port: number, httpServer?: HttpServer): HttpServer | undefined {
     if (port !== 0 || !httpServer) return super.ensureHttpServerExists(port, httpServer);
     if (this.httpServersRegistry.has(port)) return undefined;
     this.httpServersRegistry.set(port, httpServer);
     httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-      void this.upgrade(request, socket, head);
+      void this.upgrade(request, socket, head, (pathname) => this.findRoute(pathname));
     });
     return httpServer;
   }
 
-  private async upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  private async upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, findRoute: RouteFinder): Promise<void> {
     // A client that resets mid-handshake must not take the process down.
     socket.on('error', (error) => this.logger.debug?.(`Upgrade socket error: ${error.message}`));
     if (this.closing) return refuse(socket, 503, 'Server is shutting down');
@@ -166,9 +211,9 @@ export class GatewayWsAdapter extends WsAdapter {
     } catch {
       return refuse(socket, 400, 'Malformed request URL');
     }
-    let found: { route: Route; params: Record<string, string> } | undefined;
+    let found: FoundRoute | undefined;
     try {
-      found = this.findRoute(url.pathname);
+      found = findRoute(url.pathname);
     } catch {
       return refuse(socket, 400, 'Malformed request path');
     }
@@ -200,12 +245,10 @@ export class GatewayWsAdapter extends WsAdapter {
     });
   }
 
-  private findRoute(pathname: string): { route: Route; params: Record<string, string> } | undefined {
+  private findRoute(pathname: string): FoundRoute | undefined {
     for (const route of this.routes) {
-      for (const pattern of route.patterns) {
-        const result = pattern(pathname);
-        if (result) return { route, params: result.params as Record<string, string> };
-      }
+      const params = matchAny(route.patterns, pathname);
+      if (params) return { route, params };
     }
     return undefined;
   }
@@ -217,6 +260,15 @@ export class GatewayWsAdapter extends WsAdapter {
       throw new Error(`Upgrade guard ${guard.name} is not a provider of any module; add it to a module's providers`);
     }
   }
+}
+
+/** The path parameters of the first pattern that matches `pathname`. */
+function matchAny(patterns: Route['patterns'], pathname: string): Record<string, string> | undefined {
+  for (const pattern of patterns) {
+    const result = pattern(pathname);
+    if (result) return result.params as Record<string, string>;
+  }
+  return undefined;
 }
 
 /** Answers a refused upgrade with an HTTP status and a small JSON body, then drops the socket. */

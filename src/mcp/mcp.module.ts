@@ -1,0 +1,65 @@
+import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { AccessTokenService } from '../core/auth/access-token.service';
+import { HttpErrorFormats } from '../core/http/http-error-formats';
+import { HealthModule } from '../health/health.module';
+import { HealthService } from '../health/health.service';
+import { mcpHttpErrorBody } from './http/mcp-http-error.format';
+import { McpHttpSessions } from './http/mcp-http-sessions.service';
+import { McpAuthGuard } from './mcp-auth.guard';
+import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
+import { McpEnabledGuard } from './mcp-enabled.guard';
+import { mcpRealmTokens } from './mcp-realm';
+import { McpServerFactory } from './mcp-server.factory';
+import { MCP_PATH, MCP_REALM } from './mcp.constants';
+import { McpController } from './mcp.controller';
+import { McpGateway } from './mcp.gateway';
+import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
+import { McpSocketSessions } from './websocket/mcp-socket-sessions.service';
+import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
+import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
+
+/**
+ * MCP at `/mcp`: the spec's envelope and plain frames over WebSocket, Streamable HTTP, and the
+ * spec's dedicated WebSocket listener; each session an SDK server over the shared catalogue.
+ */
+@Module({
+  imports: [HealthModule],
+  controllers: [McpController],
+  providers: [
+    McpServerFactory,
+    McpGateway,
+    McpSocketSessions,
+    McpHttpSessions,
+    McpDedicatedListener,
+    McpAuthGuard,
+    McpEnabledGuard,
+    McpConnectionLimitGuard,
+    McpWsExceptionFilter,
+    PlainFrameInterceptor,
+  ],
+})
+export class McpModule implements OnModuleInit {
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly tokens: AccessTokenService,
+    private readonly errorFormats: HttpErrorFormats,
+    private readonly http: HttpAdapterHost,
+    private readonly health: HealthService,
+    private readonly sockets: McpSocketSessions,
+    private readonly httpSessions: McpHttpSessions,
+  ) {}
+
+  onModuleInit(): void {
+    this.errorFormats.register(MCP_PATH, mcpHttpErrorBody);
+    const context = { sharedTokens: this.tokens.enabled, served: Boolean(this.http.httpAdapter) };
+    this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, context, new Logger('MCP')));
+    if (this.config.mcp.enabled) {
+      this.health.register('mcp', {
+        critical: false,
+        check: () => ({ state: 'up', websocket_connections: this.sockets.size, http_sessions: this.httpSessions.size }),
+      });
+    }
+  }
+}

@@ -1,0 +1,149 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { randomUUID } from 'crypto';
+import { WebSocket } from 'ws';
+import type { GatewayConnection } from '../../core/ws/gateway-connection';
+import type { AuthEnvelope, EnvelopeDto, MessageEnvelopeDto } from '../dto/envelope.dto';
+import { MCP_REALM } from '../mcp.constants';
+import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEnvelope } from './envelope';
+import { EnvelopeTransport } from './envelope.transport';
+import { Heartbeat } from './heartbeat';
+import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
+
+/** How long a client has to answer the server's `close` at shutdown. */
+const CLOSE_ANSWER_GRACE_MS = 1000;
+
+type State = 'authenticating' | 'open' | 'closing' | 'ended';
+
+/**
+ * One connection of the spec's envelope protocol (mcp-over-websocket.md, section 3): `auth`
+ * first within `MCP_WS_AUTH_TIMEOUT`, then JSON-RPC in `message` envelopes to and from an SDK
+ * server of its own, a `ping` every heartbeat interval, and `close` either way. The session
+ * writes every envelope itself, so the auth answer always precedes the first message.
+ */
+export class EnvelopeSession implements McpSocketSession {
+  readonly sessionId = `ws-session-${randomUUID()}`;
+  private state: State = 'authenticating';
+  private readonly authDeadline: NodeJS.Timeout;
+  private heartbeat?: Heartbeat;
+  private transport?: EnvelopeTransport;
+  private server?: Server;
+  private disposed = false;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly connection: GatewayConnection,
+    private readonly context: McpSessionContext,
+  ) {
+    const { authTimeoutMs } = context.settings;
+    this.authDeadline = setTimeout(() => {
+      this.reportError(new EnvelopeError(EnvelopeErrorCode.AUTH_TIMEOUT, `Authentication timeout: no auth message within ${authTimeoutMs} ms`));
+      this.end(EnvelopeCloseCode.TIMEOUT, 'Authentication timeout');
+    }, authTimeoutMs);
+  }
+
+  /** `auth`: on success the session opens; on any failure the client hears why and is closed. */
+  authenticate(frame: AuthEnvelope): void {
+    if (this.state !== 'authenticating') {
+      throw new EnvelopeError(EnvelopeErrorCode.BAD_MESSAGE, 'Already authenticated', `this connection is session ${this.sessionId}`);
+    }
+    const result = this.context.tokens.authenticate(typeof frame.token === 'string' ? frame.token : undefined, MCP_REALM);
+    if (!result.ok) {
+      this.send(Envelope.authFailed(result.status === 401 ? 'Authentication requires a token' : 'Invalid authentication token'));
+      return this.end(EnvelopeCloseCode.UNAUTHORIZED, 'Authentication failed');
+    }
+    clearTimeout(this.authDeadline);
+    this.connection.principal = result.principal;
+    this.state = 'open';
+    const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
+    this.send(Envelope.authenticated(this.sessionId, this.context.servers.info, heartbeatIntervalMs));
+    this.transport = new EnvelopeTransport(this.socket, this.sessionId);
+    this.server = this.context.servers.create({ principal: result.principal, connectionId: this.connection.id });
+    void this.server.connect(this.transport);
+    this.heartbeat = new Heartbeat({
+      intervalMs: heartbeatIntervalMs,
+      timeoutMs: heartbeatTimeoutMs,
+      ping: () => this.send(Envelope.ping(this.sessionId)),
+      onTimeout: () => {
+        this.send(Envelope.close(this.sessionId, `Heartbeat timeout: no pong within ${heartbeatTimeoutMs} ms`));
+        this.end(EnvelopeCloseCode.TIMEOUT, 'Heartbeat timeout');
+      },
+    });
+    this.context.logger.debug?.(`MCP session ${this.sessionId} authenticated (client ${JSON.stringify(frame.clientInfo ?? null)})`);
+  }
+
+  /** `message`: the payload goes to the SDK server, which answers through the transport. */
+  receive(frame: MessageEnvelopeDto): void {
+    this.checkSessionId(frame);
+    const problem = this.transport!.deliver(frame.payload);
+    if (problem) throw new EnvelopeError(EnvelopeErrorCode.INVALID_REQUEST, 'Invalid Request', `payload is ${problem}`);
+  }
+
+  /** `pong`: the client is alive. */
+  pong(frame: EnvelopeDto): void {
+    this.checkSessionId(frame);
+    this.heartbeat?.alive();
+  }
+
+  /** `close`: answered with `close`, then the connection ends normally. Also the client's answer to the server's `close`. */
+  close(frame: EnvelopeDto): void {
+    this.checkSessionId(frame);
+    if (this.state === 'open') this.send(Envelope.close(this.sessionId, 'Session closed at the client\'s request'));
+    this.end(EnvelopeCloseCode.NORMAL, 'Session closed');
+  }
+
+  reportError(error: EnvelopeError): void {
+    this.send(Envelope.error(error, this.state === 'authenticating' ? undefined : this.sessionId));
+    if (error.code === EnvelopeErrorCode.UNAUTHORIZED) this.end(EnvelopeCloseCode.UNAUTHORIZED, error.message);
+  }
+
+  /** Sends `close` and gives the client a moment to answer it before the server closes the socket. */
+  async shutdown(): Promise<void> {
+    if (this.state === 'open') {
+      this.state = 'closing';
+      this.send(Envelope.close(this.sessionId, 'Server shutting down'));
+      await socketClosed(this.socket, CLOSE_ANSWER_GRACE_MS);
+    }
+    await this.dispose();
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    clearTimeout(this.authDeadline);
+    this.heartbeat?.stop();
+    await this.server?.close();
+  }
+
+  private checkSessionId(frame: EnvelopeDto): void {
+    if (frame.sessionId !== undefined && frame.sessionId !== this.sessionId) {
+      throw new EnvelopeError(
+        EnvelopeErrorCode.FORBIDDEN,
+        'Session does not belong to this connection',
+        `sessionId ${JSON.stringify(frame.sessionId)} is not ${this.sessionId}`,
+      );
+    }
+  }
+
+  private send(envelope: ServerEnvelope): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(envelope));
+  }
+
+  /** Closes the socket (any envelope sent before still goes out first) and the session with it. */
+  private end(code: number, reason: string): void {
+    this.state = 'ended';
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
+    void this.dispose();
+  }
+}
+
+/** Resolves once `socket` has closed, or after `withinMs`. */
+function socketClosed(socket: WebSocket, withinMs: number): Promise<void> {
+  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, withinMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
