@@ -1,0 +1,121 @@
+import type { IncomingMessage } from 'http';
+import type { AddressInfo } from 'net';
+import { WebSocket, WebSocketServer } from 'ws';
+
+/** One client connection as the scripted gateway sees it. */
+export class ScriptedConnection {
+  private readonly inbox: any[] = [];
+  private readonly waiters: ((frame: any) => void)[] = [];
+  readonly closed: Promise<{ code: number }>;
+
+  constructor(
+    readonly socket: WebSocket,
+    readonly request: IncomingMessage,
+  ) {
+    socket.on('message', (data) => {
+      const frame = JSON.parse(data.toString());
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(frame);
+      else this.inbox.push(frame);
+    });
+    this.closed = new Promise((resolve) => socket.once('close', (code) => resolve({ code })));
+  }
+
+  /** The next frame the client sent. */
+  next(timeoutMs = 3000): Promise<any> {
+    const queued = this.inbox.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    return new Promise((resolve, reject) => {
+      const waiter = (frame: any) => {
+        clearTimeout(timer);
+        resolve(frame);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(`The client sent nothing within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Resolves when the client sends nothing for `ms`; rejects with what it did send. */
+  async expectSilence(ms = 150): Promise<void> {
+    const frame = await this.next(ms).catch(() => undefined);
+    if (frame !== undefined) throw new Error(`Expected no frame, got ${JSON.stringify(frame)}`);
+  }
+
+  send(frame: Record<string, unknown>): void {
+    this.socket.send(JSON.stringify({ timestamp: new Date().toISOString(), ...frame }));
+  }
+
+  status(status: string, data: Record<string, unknown> = {}): void {
+    this.send({ type: 'status', status, data });
+  }
+
+  /** Cuts the connection without a close handshake, as a network failure would. */
+  drop(): void {
+    this.socket.terminate();
+  }
+}
+
+/**
+ * A WebSocket server on 127.0.0.1 that speaks the LLM gateway's frames as each test scripts
+ * them: it greets every connection with `status connected` (session ids `session-1`, `-2`...)
+ * and hands the connection to the test, which reads what the client sent and answers.
+ */
+export class ScriptedGateway {
+  private readonly queue: ScriptedConnection[] = [];
+  private readonly waiters: ((connection: ScriptedConnection) => void)[] = [];
+  private sessions = 0;
+  /** Set to refuse upgrades with this HTTP status (a gateway that is down or refuses the token). */
+  refuseWith?: number;
+
+  private constructor(private readonly server: WebSocketServer) {
+    server.on('connection', (socket, request) => {
+      const connection = new ScriptedConnection(socket, request);
+      connection.status('connected', { session_id: `session-${++this.sessions}` });
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(connection);
+      else this.queue.push(connection);
+    });
+  }
+
+  static async start(): Promise<ScriptedGateway> {
+    let refuseWith: () => number | undefined = () => undefined;
+    const server = new WebSocketServer({
+      host: '127.0.0.1',
+      port: 0,
+      verifyClient: (_info, done) => (refuseWith() === undefined ? done(true) : done(false, refuseWith(), 'Refused')),
+    });
+    const gateway = new ScriptedGateway(server);
+    refuseWith = () => gateway.refuseWith;
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+    return gateway;
+  }
+
+  get url(): string {
+    return `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** The next connection a client opened. */
+  accept(timeoutMs = 3000): Promise<ScriptedConnection> {
+    const queued = this.queue.shift();
+    if (queued) return Promise.resolve(queued);
+    return new Promise((resolve, reject) => {
+      const waiter = (connection: ScriptedConnection) => {
+        clearTimeout(timer);
+        resolve(connection);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(`No client connected within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.server.clients.forEach((socket) => socket.terminate());
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
