@@ -33,7 +33,7 @@ describe('web console in a real browser', () => {
   beforeEach(() => stack.llm.reset());
 
   afterEach(async () => {
-    await Promise.all(browser.context.pages().map((page) => page.close()));
+    await Promise.all((browser?.context.pages() ?? []).map((page) => page.close()));
     expect(pageErrors).toEqual([]);
   });
 
