@@ -9,6 +9,7 @@ import {
   LlmServerFrame,
   parseServerFrame,
   PongFrame,
+  StartSessionFrame,
   StatusFrame,
   ToolCallbackFrame,
   ToolCallFrame,
@@ -246,7 +247,8 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
 
   /** Resumes session `sessionId` (one this client's token created), or starts a new one; resolves with its id. */
   async startSession(sessionId?: string): Promise<string> {
-    const frame = sessionId === undefined ? { type: 'start_session' as const } : { type: 'start_session' as const, session_id: checkSessionId(sessionId) };
+    const frame: StartSessionFrame = { type: 'start_session' };
+    if (sessionId !== undefined) frame.session_id = checkSessionId(sessionId);
     const previous = this.currentSession;
     const id = await this.request(new StartSessionRequest(frame));
     this.changeSession({ sessionId: id, previousSessionId: previous, reason: sessionId === undefined ? 'started' : 'resumed' });
@@ -316,7 +318,8 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
    */
   private async open(): Promise<string> {
     const { WebSocket, sendsHeaders } = await resolveWebSocket(this.WebSocketClass);
-    if (this.currentState === 'closing') throw new LlmGatewayError('CLIENT_CLOSED', 'The client was closed');
+    // close() may have run while the WebSocket class was loading.
+    if (!this.isIn('connecting') && !this.isIn('reconnecting')) throw new LlmGatewayError('CLIENT_CLOSED', 'The client was closed');
     const url = new URL(this.url);
     const tokenIn = this.tokenIn ?? (sendsHeaders ? 'header' : 'query');
     if (this.token && tokenIn === 'query') url.searchParams.set('token', this.token);

@@ -9,7 +9,7 @@ export type {
 } from './client.js';
 export { LlmGatewayError } from './errors.js';
 export type { ClientErrorCode } from './errors.js';
-export { backoffDelay, DEFAULT_RECONNECT } from './backoff.js';
+export { DEFAULT_RECONNECT } from './backoff.js';
 export type { ReconnectOptions } from './backoff.js';
 export type { ClientTool, ToolCallContext, ToolHandler } from './tools.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';

@@ -1,6 +1,7 @@
 import { LlmGatewayError } from './errors.js';
 import type {
   ConfigureFrame,
+  EndSessionFrame,
   LlmClientFrame,
   LlmResponseFrame,
   LlmServerFrame,
@@ -124,7 +125,7 @@ export class TurnRequest extends PendingRequest<LlmResponseFrame> {
 export class StartSessionRequest extends PendingRequest<string> {
   readonly ordered = true;
 
-  constructor(frame: StartSessionFrame) {
+  constructor(frame: StartSessionFrame | EndSessionFrame) {
     super(frame);
   }
 
@@ -141,29 +142,20 @@ export class StartSessionRequest extends PendingRequest<string> {
   }
 }
 
-/** `end_session`: `status idle {message: "Session ended"}`, then `status connected` with the new session. */
-export class EndSessionRequest extends PendingRequest<string> {
-  readonly ordered = true;
+/** `end_session`: `status idle {message: "Session ended"}`, then a new session as `start_session` gets one. */
+export class EndSessionRequest extends StartSessionRequest {
   private ended = false;
 
   constructor() {
     super({ type: 'end_session' });
   }
 
-  offer(frame: LlmServerFrame): Offer {
+  override offer(frame: LlmServerFrame): Offer {
     if (frame.type === 'status' && frame.status === 'idle' && !this.ended) {
       this.ended = true;
       return 'consumed';
     }
-    if (frame.type === 'status' && frame.status === 'connected' && this.ended) {
-      this.resolve(String(frame.data.session_id));
-      return 'finished';
-    }
-    if (frame.type === 'error') {
-      this.reject(LlmGatewayError.fromFrame(frame));
-      return 'finished';
-    }
-    return 'not-mine';
+    return this.ended || frame.type === 'error' ? super.offer(frame) : 'not-mine';
   }
 }
 

@@ -501,6 +501,15 @@ describe('LlmGatewayClient', () => {
       await expect(gateway.accept(200)).rejects.toThrow(/No client connected/);
     });
 
+    it('stops a connection that is still being opened', async () => {
+      const client = newClient();
+      const connecting = rejection(client.connect());
+      await client.close();
+      expect((await connecting).code).toBe('CLIENT_CLOSED');
+      expect(client.state).toBe('closed');
+      await expect(gateway.accept(200)).rejects.toThrow(/No client connected/);
+    });
+
     it('can connect again after closing', async () => {
       const [client] = await connected();
       await client.close();

@@ -2,40 +2,51 @@ import type { IncomingMessage } from 'http';
 import type { AddressInfo } from 'net';
 import { WebSocket, WebSocketServer } from 'ws';
 
+/** Items that arrive on their own time, taken in order by a test that waits for each. */
+class Arrivals<T> {
+  private readonly queued: T[] = [];
+  private readonly waiters: ((item: T) => void)[] = [];
+
+  constructor(private readonly describeTimeout: (ms: number) => string) {}
+
+  push(item: T): void {
+    const waiter = this.waiters.shift();
+    if (waiter) waiter(item);
+    else this.queued.push(item);
+  }
+
+  next(timeoutMs: number): Promise<T> {
+    if (this.queued.length > 0) return Promise.resolve(this.queued.shift()!);
+    return new Promise((resolve, reject) => {
+      const waiter = (item: T) => {
+        clearTimeout(timer);
+        resolve(item);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(this.describeTimeout(timeoutMs)));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+}
+
 /** One client connection as the scripted gateway sees it. */
 export class ScriptedConnection {
-  private readonly inbox: any[] = [];
-  private readonly waiters: ((frame: any) => void)[] = [];
+  private readonly frames = new Arrivals<any>((ms) => `The client sent nothing within ${ms} ms`);
   readonly closed: Promise<{ code: number }>;
 
   constructor(
     readonly socket: WebSocket,
     readonly request: IncomingMessage,
   ) {
-    socket.on('message', (data) => {
-      const frame = JSON.parse(data.toString());
-      const waiter = this.waiters.shift();
-      if (waiter) waiter(frame);
-      else this.inbox.push(frame);
-    });
+    socket.on('message', (data) => this.frames.push(JSON.parse(data.toString())));
     this.closed = new Promise((resolve) => socket.once('close', (code) => resolve({ code })));
   }
 
   /** The next frame the client sent. */
   next(timeoutMs = 3000): Promise<any> {
-    const queued = this.inbox.shift();
-    if (queued !== undefined) return Promise.resolve(queued);
-    return new Promise((resolve, reject) => {
-      const waiter = (frame: any) => {
-        clearTimeout(timer);
-        resolve(frame);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`The client sent nothing within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.frames.next(timeoutMs);
   }
 
   /** Resolves when the client sends nothing for `ms`; rejects with what it did send. */
@@ -64,8 +75,7 @@ export class ScriptedConnection {
  * and hands the connection to the test, which reads what the client sent and answers.
  */
 export class ScriptedGateway {
-  private readonly queue: ScriptedConnection[] = [];
-  private readonly waiters: ((connection: ScriptedConnection) => void)[] = [];
+  private readonly connections = new Arrivals<ScriptedConnection>((ms) => `No client connected within ${ms} ms`);
   private sessions = 0;
   /** Set to refuse upgrades with this HTTP status (a gateway that is down or refuses the token). */
   refuseWith?: number;
@@ -74,9 +84,7 @@ export class ScriptedGateway {
     server.on('connection', (socket, request) => {
       const connection = new ScriptedConnection(socket, request);
       connection.status('connected', { session_id: `session-${++this.sessions}` });
-      const waiter = this.waiters.shift();
-      if (waiter) waiter(connection);
-      else this.queue.push(connection);
+      this.connections.push(connection);
     });
   }
 
@@ -99,19 +107,7 @@ export class ScriptedGateway {
 
   /** The next connection a client opened. */
   accept(timeoutMs = 3000): Promise<ScriptedConnection> {
-    const queued = this.queue.shift();
-    if (queued) return Promise.resolve(queued);
-    return new Promise((resolve, reject) => {
-      const waiter = (connection: ScriptedConnection) => {
-        clearTimeout(timer);
-        resolve(connection);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`No client connected within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.connections.next(timeoutMs);
   }
 
   async close(): Promise<void> {
