@@ -4,7 +4,8 @@ import { meaningOf } from './error-codes.js';
 /**
  * @typedef {{name: string, description: string, source: string, tags: string[], inputSchema: Record<string, any>,
  *   outputSchema?: Record<string, any>, examples: {description: string, arguments?: Record<string, unknown>}[], timeoutMs: number}} CatalogueTool
- * @typedef {{status: number, ok: boolean, body: any}} CallAnswer
+ * @typedef {{ok: boolean, status: string, items: string[], body: unknown}} CallAnswer what a call came back with:
+ *   whether it succeeded, how it was answered (`HTTP 200`), the result's parts as text, the whole answer
  * @typedef {(tool: CatalogueTool, args: Record<string, unknown>, gateway: Gateway) => Promise<CallAnswer>} Caller
  * @typedef {{origin: string, token: string}} Gateway
  */
@@ -38,7 +39,12 @@ const CALLERS = {
       body: JSON.stringify({ version: LITEMCP_VERSION, tool: tool.name, arguments: liteMcpArguments(tool, args) }),
     });
     const body = await response.json().catch(() => null);
-    return { status: response.status, ok: response.ok && body?.response?.error === false, body };
+    return {
+      ok: response.ok && body?.response?.error === false,
+      status: `HTTP ${response.status}`,
+      items: (body?.response?.content ?? []).map((/** @type {{type: string, data: string}} */ item) => `${item.type}: ${item.data}`),
+      body,
+    };
   },
 };
 
@@ -117,10 +123,8 @@ function toolItem(tool, gateway) {
       const elapsed = `${Math.round(performance.now() - started)} ms`;
       result.dataset.ok = String(answer.ok);
       result.replaceChildren(
-        el('p', { class: answer.ok ? 'ok' : 'failed', text: `${via.value}: HTTP ${answer.status}, ${answer.ok ? 'succeeded' : 'failed'} in ${elapsed}` }),
-        ...(answer.body?.response?.content ?? []).map((/** @type {{type: string, data: string}} */ item) =>
-          el('pre', { class: 'content', dataset: { type: item.type }, text: `${item.type}: ${item.data}` }),
-        ),
+        el('p', { class: answer.ok ? 'ok' : 'failed', text: `${via.value}: ${answer.status}, ${answer.ok ? 'succeeded' : 'failed'} in ${elapsed}` }),
+        ...answer.items.map((item) => el('pre', { class: 'content', text: item })),
         el('details', {}, el('summary', { text: 'Whole answer' }), el('pre', { text: pretty(answer.body) })),
       );
     } catch (error) {
