@@ -18,7 +18,7 @@ describe('web console in a real browser', () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    stack = await startLlmStack({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 1 });
+    stack = await startLlmStack({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 2 });
     browser = await launchChromium().catch(async (error: unknown) => {
       await stack.close();
       throw error;
@@ -130,7 +130,7 @@ describe('web console in a real browser', () => {
     await shown(page, '.entry-assistant', 'Cannot divide by zero.');
 
     await page.click('[data-tab="tools"]');
-    await page.locator('.device-tool input[aria-label="Delay (ms)"]').first().fill('3000');
+    await page.locator('.device-tool input[aria-label="Delay (ms)"]').first().fill('5000');
     await page.click('#device-tools-register');
     await page.locator('.device-tool .tool-status[data-state="registered"]').first().waitFor();
     await page.click('[data-tab="chat"]');

@@ -77,6 +77,7 @@ export function setupCatalogue(gateway) {
   const problem = $('#catalogue-problem');
   /** @type {CatalogueTool[]} */
   let tools = [];
+  let loaded = '';
 
   const render = () => {
     const words = filter.value.trim().toLowerCase();
@@ -94,6 +95,9 @@ export function setupCatalogue(gateway) {
         const code = body?.error?.code ?? `HTTP ${response.status}`;
         throw new Error(`${code}: ${body?.error?.message ?? response.statusText}. ${meaningOf(code)}`);
       }
+      // Rendering again would undo what the reader opened and typed; only a changed catalogue is.
+      if (JSON.stringify(body.tools) === loaded) return;
+      loaded = JSON.stringify(body.tools);
       tools = body.tools;
       render();
     } catch (error) {
