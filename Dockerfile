@@ -1,17 +1,19 @@
 # syntax=docker/dockerfile:1
 
 # --- build: compile TypeScript with the full toolchain ---
-FROM node:22-bookworm-slim AS build
+FROM node:22-alpine AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 COPY packages/client-sdk ./packages/client-sdk
-RUN npm run build && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-# --- runtime: production dependencies and compiled code only, as a non-root user ---
-FROM node:22-bookworm-slim
+# --- runtime: production dependencies, compiled code and data files only, as a non-root user ---
+FROM node:22-alpine
+# tini reaps the child processes of stdio MCP upstreams and forwards signals to node.
+RUN apk add --no-cache tini
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
@@ -19,10 +21,12 @@ COPY --from=build --chown=node:node /app/dist ./dist
 # The client SDK's browser build, served to the web console.
 COPY --from=build --chown=node:node /app/packages/client-sdk/dist ./packages/client-sdk/dist
 COPY --chown=node:node package.json ./
+COPY --chown=node:node data ./data
 USER node
 EXPOSE 9400
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CLOUD_PORT || 9400) + '/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# SIGTERM closes every socket with a close frame and exits 0.
+# SIGTERM drains: turns in flight finish (SHUTDOWN_DRAIN_TIMEOUT), sockets close with 1001, exit 0.
 STOPSIGNAL SIGTERM
+ENTRYPOINT ["/sbin/tini", "--"]
 CMD ["node", "dist/main.js"]

@@ -26,6 +26,8 @@ module.exports = {
       rootDir: '.',
       roots: ['<rootDir>/test'],
       testRegex: '.*\\.e2e-spec\\.ts$',
+      globalSetup: '<rootDir>/test/support/redis-global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/redis-global-teardown.ts',
     },
   ],
 };

@@ -8,10 +8,12 @@ import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
 import { HeartbeatInterceptor, WsHeartbeat } from './core/ws/heartbeat';
+import { DrainService } from './core/lifecycle/drain.service';
 import { LlmService } from './core/llm/llm.service';
 import { SystemPromptService } from './core/llm/system-prompt.service';
 import { CharacterCatalogueService } from './core/roleplay/character-catalogue.service';
 import { MemorySessionStore } from './core/session/memory-session.store';
+import { RedisSessionStore } from './core/session/redis-session.store';
 import { SESSION_STORE } from './core/session/session-store';
 import { SessionService } from './core/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
@@ -65,7 +67,10 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     {
       provide: SESSION_STORE,
       inject: [GATEWAY_CONFIG],
-      useFactory: (config: GatewayConfig) => new MemorySessionStore(config.session.timeoutMs),
+      useFactory: ({ session }: GatewayConfig) =>
+        session.redisUrl
+          ? RedisSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
+          : new MemorySessionStore(session.timeoutMs),
     },
     SessionService,
     LlmService,
@@ -73,9 +78,11 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     CharacterCatalogueService,
     WsHeartbeat,
     HeartbeatInterceptor,
+    DrainService,
   ],
   exports: [
     GATEWAY_CONFIG,
+    SESSION_STORE,
     ToolRegistryService,
     AccessTokenService,
     BearerAuthGuard,
@@ -86,6 +93,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     CharacterCatalogueService,
     WsHeartbeat,
     HeartbeatInterceptor,
+    DrainService,
   ],
 })
 export class GatewayModule extends ConfigurableGatewayModule {}

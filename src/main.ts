@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { AddressInfo } from 'net';
 import { AppModule } from './app.module';
 import { createGatewayApp } from './bootstrap';
-import { InvalidConfigurationError } from './config/environment';
+import { StartupError } from './core/errors/startup-error';
 import { GATEWAY_CONFIG, GatewayConfig } from './config/gateway-config';
 
 async function main(): Promise<void> {
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof InvalidConfigurationError ? error.message : (error as Error)?.stack ?? String(error);
+  const message = error instanceof StartupError ? error.message : (error as Error)?.stack ?? String(error);
   process.stderr.write(`Gateway failed to start: ${message}\n`);
   process.exit(1);
 });

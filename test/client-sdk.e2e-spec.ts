@@ -138,7 +138,7 @@ describe('client SDK against the real gateway', () => {
   });
 
   it('reconnects after the network drops and resumes the session, its tools and settings', async () => {
-    const proxy = await TcpProxy.start(stack.gateway.port);
+    const proxy = await TcpProxy.start('127.0.0.1', stack.gateway.port);
     try {
       const client = await connect({ url: `ws://127.0.0.1:${proxy.port}/`, reconnect: { initialDelayMs: 50, maxDelayMs: 200 } });
       const session = client.sessionId;
@@ -148,11 +148,10 @@ describe('client SDK against the real gateway', () => {
 
       const attempts: number[] = [];
       client.on('reconnecting', ({ attempt }) => attempts.push(attempt));
-      proxy.refusing = true;
-      proxy.cutAll();
-      // Let at least two attempts fail against the refusing network, then let the next one in.
+      proxy.interrupt();
+      // Let at least two attempts fail against the cut network, then let the next one in.
       for (let waited = 0; attempts.length < 3 && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      proxy.refusing = false;
+      proxy.restore();
 
       stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
         text: `**${request.messages.filter((message) => message.role === 'user').map((message) => message.content).join(', ')}**: ${toolResults(request).b.level}%`,

@@ -14,6 +14,7 @@ import {
   ValidateIf,
   validateSync,
 } from 'class-validator';
+import { StartupError } from '../core/errors/startup-error';
 
 /** Spellings accepted for a boolean variable; anything else is reported as invalid. */
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
@@ -96,6 +97,22 @@ export class EnvironmentVariables {
   @IsNumber()
   @Min(0.01)
   CLOUD_SESSION_CLEANUP_INTERVAL = 60;
+
+  /** Redis for sessions, shared by every instance (`redis://[:password@]host:port[/db]`); in-memory sessions when unset. */
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'REDIS_URL must be a redis:// or rediss:// URL' })
+  REDIS_URL?: string;
+
+  /** Prefix of every Redis key and channel the gateway uses, so deployments can share a Redis. */
+  @IsString()
+  @MinLength(1)
+  REDIS_KEY_PREFIX = 'vtg:';
+
+  /** On SIGTERM, how long turns in flight may take to finish before sockets are closed, in seconds. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  SHUTDOWN_DRAIN_TIMEOUT = 10;
 
   /** Largest accepted WebSocket frame or HTTP body, in bytes (spec 12.1: 1 MB). */
   @NumberFromEnv()
@@ -317,10 +334,9 @@ export const ENVIRONMENT_VARIABLE_NAMES: readonly (keyof EnvironmentVariables)[]
 export type EnvironmentInput = Partial<Record<keyof EnvironmentVariables, string | number | boolean | undefined>>;
 
 /** Thrown at boot when a variable is invalid; the message names each bad variable. */
-export class InvalidConfigurationError extends Error {
+export class InvalidConfigurationError extends StartupError {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
-    this.name = 'InvalidConfigurationError';
   }
 }
 

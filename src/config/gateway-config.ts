@@ -27,8 +27,16 @@ export interface GatewayConfig {
     maxMessageBytes: number;
     logLevels: LogLevel[];
     logFormat: 'json' | 'text';
+    drainTimeoutMs: number;
   };
-  session: { timeoutMs: number; maxHistory: number; cleanupIntervalMs: number };
+  session: {
+    timeoutMs: number;
+    maxHistory: number;
+    cleanupIntervalMs: number;
+    /** Sessions live in this Redis when set, in memory otherwise. */
+    redisUrl?: string;
+    redisKeyPrefix: string;
+  };
   auth: { tokens: string[] };
   tools: {
     serverToolTimeoutMs: number;
@@ -113,11 +121,14 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       maxMessageBytes: env.CLOUD_MAX_MESSAGE_SIZE,
       logLevels: logLevelsUpTo(env.CLOUD_LOG_LEVEL),
       logFormat: env.CLOUD_LOG_FORMAT,
+      drainTimeoutMs: seconds(env.SHUTDOWN_DRAIN_TIMEOUT),
     },
     session: {
       timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT),
       maxHistory: env.CLOUD_SESSION_MAX_HISTORY,
       cleanupIntervalMs: seconds(env.CLOUD_SESSION_CLEANUP_INTERVAL),
+      redisUrl: env.REDIS_URL,
+      redisKeyPrefix: env.REDIS_KEY_PREFIX,
     },
     auth: {
       tokens: env.AUTH_TOKENS.split(',')

@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
+import { SESSION_STORE, SessionStore } from '../core/session/session-store';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { HealthController } from './health.controller';
 import { HealthService } from './health.service';
@@ -9,7 +10,12 @@ import { HealthService } from './health.service';
   exports: [HealthService],
 })
 export class HealthModule {
-  constructor(health: HealthService, registry: ToolRegistryService) {
+  constructor(health: HealthService, registry: ToolRegistryService, @Inject(SESSION_STORE) sessions: SessionStore) {
     health.register('tools', { critical: false, check: () => ({ state: 'up', count: registry.list().length }) });
+    // Without its session store an instance cannot serve a conversation: not ready.
+    health.register('sessions', {
+      critical: true,
+      check: () => ({ state: sessions.ready ? 'up' : 'down', store: sessions.constructor.name }),
+    });
   }
 }

@@ -21,6 +21,10 @@ export class LlmConnectionRegistry {
     return this.bySocket.get(socket);
   }
 
+  all(): LlmConnection[] {
+    return [...this.bySocket.values()];
+  }
+
   get size(): number {
     return this.bySocket.size;
   }

@@ -27,6 +27,9 @@ export class LlmConnection {
   cleanResponses = true;
   readonly pendingCallbacks = new Map<string, PendingCallback>();
   private waiting = 0;
+  /** Requests running or waiting; 0 means the connection is idle. */
+  private active = 0;
+  private whenIdle?: () => void;
   private emitToTurn?: Emit;
 
   private queue: Promise<unknown> = Promise.resolve();
@@ -68,6 +71,7 @@ export class LlmConnection {
       const abort = new AbortController();
       const emit: Emit = (frame) => subscriber.next(frame);
       this.waiting += 1;
+      this.active += 1;
       const run = this.queue.then(async () => {
         this.waiting -= 1;
         if (abort.signal.aborted) return;
@@ -79,11 +83,33 @@ export class LlmConnection {
         }
       });
       this.queue = run.catch(() => undefined);
-      run.then(
-        () => subscriber.complete(),
-        (error: unknown) => subscriber.error(error),
-      );
+      run
+        .then(
+          () => subscriber.complete(),
+          (error: unknown) => subscriber.error(error),
+        )
+        .finally(() => {
+          this.active -= 1;
+          if (this.active === 0) this.whenIdle?.();
+        });
       return () => abort.abort(new Error('Connection closed'));
+    });
+  }
+
+  /**
+   * Closes the socket with `code` as soon as no request is running or waiting: at once when the
+   * connection is idle, after the last answer otherwise. Resolves when the close has begun, or
+   * when the socket closed by itself.
+   */
+  closeWhenIdle(code: number, reason: string): Promise<void> {
+    return new Promise((resolve) => {
+      const close = () => {
+        if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
+        resolve();
+      };
+      this.socket.once('close', () => resolve());
+      if (this.active === 0) close();
+      else this.whenIdle = close;
     });
   }
 }

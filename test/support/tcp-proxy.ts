@@ -1,57 +1,54 @@
 import { createConnection, createServer, Server, Socket } from 'net';
-import type { AddressInfo } from 'net';
 
 /**
- * A TCP relay on 127.0.0.1 in front of a local port, so a test can cut connections the way a
- * network does (no close frame, no FIN from the far end) and keep clients out for a while.
+ * A TCP proxy in front of a real service, so a test can take the service away from the gateway
+ * (cut every connection and refuse new ones) and bring it back, without touching the service
+ * other tests share.
  */
 export class TcpProxy {
-  private readonly pairs = new Set<[Socket, Socket]>();
-  /** While true, new connections are dropped at once. */
-  refusing = false;
+  private readonly sockets = new Set<Socket>();
+  private cut = false;
 
-  private constructor(private readonly server: Server) {}
+  private constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
 
-  static async start(targetPort: number): Promise<TcpProxy> {
-    const server = createServer();
-    const proxy = new TcpProxy(server);
-    server.on('connection', (client) => {
-      if (proxy.refusing) {
-        client.destroy();
-        return;
-      }
-      const upstream = createConnection(targetPort, '127.0.0.1');
-      const pair: [Socket, Socket] = [client, upstream];
-      proxy.pairs.add(pair);
-      const cut = () => {
-        client.destroy();
-        upstream.destroy();
-        proxy.pairs.delete(pair);
-      };
-      client.on('error', cut).on('close', cut);
-      upstream.on('error', cut).on('close', cut);
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
+    const proxy = new TcpProxy(targetHost, targetPort);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     return proxy;
   }
 
   get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return (this.server.address() as { port: number }).port;
   }
 
-  /** Destroys every relayed connection on both sides. */
-  cutAll(): void {
-    for (const [client, upstream] of this.pairs) {
-      client.destroy();
-      upstream.destroy();
+  private readonly server: Server = createServer((client) => {
+    if (this.cut) return client.destroy();
+    const upstream = createConnection(this.targetPort, this.targetHost);
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      socket.on('error', () => undefined);
     }
-    this.pairs.clear();
+    client.pipe(upstream).pipe(client);
+    client.once('close', () => upstream.destroy());
+    upstream.once('close', () => client.destroy());
+  });
+
+  /** Drops every connection and refuses new ones until {@link restore}. */
+  interrupt(): void {
+    this.cut = true;
+    this.sockets.forEach((socket) => socket.destroy());
+  }
+
+  restore(): void {
+    this.cut = false;
   }
 
   async close(): Promise<void> {
-    this.cutAll();
+    this.interrupt();
     await new Promise((resolve) => this.server.close(resolve));
   }
 }

@@ -1,9 +1,10 @@
-import type { HistoryMessage, Session } from './session';
+import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionStore } from './session-store';
 
 /**
- * Sessions in this process's memory: the embedded default. Sessions are copied in and out, so
- * callers never share a mutable object with the store, exactly as with a remote store.
+ * Sessions in this process's memory: the embedded default, for one instance. Sessions are
+ * copied in and out, so callers never share a mutable object with the store, exactly as with a
+ * remote store. They do not survive a restart: use the Redis store for that.
  */
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
@@ -22,20 +23,22 @@ export class MemorySessionStore implements SessionStore {
     return session && structuredClone(session);
   }
 
-  async update(id: string, change: (session: Session) => void): Promise<Session | undefined> {
+  async updateSettings(id: string, settings: Partial<SessionSettings>): Promise<boolean> {
     const session = this.live(id);
-    if (!session) return undefined;
-    const next = structuredClone(session);
-    change(next);
-    next.lastActiveAt = this.now();
-    this.sessions.set(id, next);
-    return structuredClone(next);
+    if (!session) return false;
+    for (const [key, value] of Object.entries(settings) as [keyof SessionSettings, never][]) {
+      if (value === undefined) delete session.settings[key];
+      else session.settings[key] = value;
+    }
+    session.lastActiveAt = this.now();
+    return true;
   }
 
   async appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void> {
-    await this.update(id, (session) => {
-      session.history = limit > 0 ? [...session.history, ...messages].slice(-limit) : [];
-    });
+    const session = this.live(id);
+    if (!session) return;
+    session.history = limit > 0 ? [...session.history, ...structuredClone(messages)].slice(-limit) : [];
+    session.lastActiveAt = this.now();
   }
 
   async touch(id: string): Promise<void> {
@@ -57,6 +60,13 @@ export class MemorySessionStore implements SessionStore {
     }
     return removed;
   }
+
+  readonly ready = true;
+
+  /** One instance: nobody else to tell. */
+  async announceAttach(): Promise<void> {}
+
+  onAttachedElsewhere(): void {}
 
   /** How many sessions are held (expired ones not yet swept included). */
   get size(): number {

@@ -1,24 +1,30 @@
-import type { HistoryMessage, Session } from './session';
+import type { HistoryMessage, Session, SessionSettings } from './session';
 
 /** DI token of the {@link SessionStore} in use. */
 export const SESSION_STORE = Symbol('SESSION_STORE');
 
 /**
- * Where sessions live. The in-memory store is the embedded default; a shared store (Redis) lets
- * any instance resume any session. Every method is atomic for one session, so two requests
- * touching one session never lose an update. A session idle for longer than the timeout the
- * store was built with no longer exists.
+ * Where sessions live. The in-memory store is the embedded default; the Redis store lets every
+ * instance resume any session and keeps sessions across restarts. Each write is atomic in the
+ * store itself (no read-modify-write by the caller), so two requests touching one session
+ * never lose an update. A session idle for longer than the store's timeout no longer exists.
  */
 export interface SessionStore {
   create(session: Session): Promise<void>;
   get(id: string): Promise<Session | undefined>;
-  /** Applies `change` to the current session and stores it; `undefined` when the session is gone. */
-  update(id: string, change: (session: Session) => void): Promise<Session | undefined>;
+  /** Sets the given settings; a key given as `undefined` is cleared. False when the session is gone. */
+  updateSettings(id: string, settings: Partial<SessionSettings>): Promise<boolean>;
   /** Appends to the history, keeping the last `limit` messages. */
   appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void>;
   /** Marks the session active now, restarting its timeout. */
   touch(id: string): Promise<void>;
   delete(id: string): Promise<boolean>;
-  /** Removes expired sessions (a store with its own expiry, such as Redis TTLs, may do nothing); returns how many. */
+  /** Removes expired sessions (a store with its own expiry, such as Redis TTLs, does nothing); returns how many. */
   sweep(): Promise<number>;
+  /** Tells the other instances sharing this store that a connection here now holds `sessionId`. */
+  announceAttach(sessionId: string): Promise<void>;
+  /** `listener` hears when another instance announces that it holds a session. */
+  onAttachedElsewhere(listener: (sessionId: string) => void): void;
+  /** Whether the store can serve requests right now (for `/health`). */
+  readonly ready: boolean;
 }

@@ -39,7 +39,7 @@ describe('MemorySessionStore', () => {
     now += 60;
     expect(await store.get('idle')).toBeUndefined();
     expect(await store.get('busy')).toBeDefined();
-    expect(await store.update('idle', () => undefined)).toBeUndefined();
+    expect(await store.updateSettings('idle', { temperature: 0 })).toBe(false);
     expect(await store.sweep()).toBeGreaterThanOrEqual(1);
   });
 });
@@ -62,6 +62,14 @@ describe('SessionService', () => {
     await expect(service.resume(id, 'alice')).resolves.toMatchObject({ id });
     await expect(service.resume(id, 'bob')).rejects.toThrow(/does not exist, has expired, or belongs to another client/);
     await expect(service.resume('missing', 'alice')).rejects.toMatchObject({ code: 'SESSION_ERROR' });
+  });
+
+  it('sets and clears settings', async () => {
+    const { id } = await service.create('alice');
+    await service.configure(id, { language: 'en', character: 'pirate' });
+    await service.configure(id, { character: undefined, temperature: 0.1 });
+    expect((await service.require(id)).settings).toEqual({ temperature: 0.1, maxTokens: 2048, enableContext: true, language: 'en' });
+    await expect(service.configure('gone', { temperature: 0 })).rejects.toMatchObject({ code: 'SESSION_ERROR' });
   });
 
   it('records exchanges within CLOUD_SESSION_MAX_HISTORY', async () => {
@@ -92,11 +100,14 @@ describe('SessionService', () => {
     const broken: SessionStore = {
       create: () => Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379')),
       get: () => Promise.reject(new Error('down')),
-      update: () => Promise.reject(new Error('down')),
+      updateSettings: () => Promise.reject(new Error('down')),
       appendHistory: () => Promise.reject(new Error('down')),
       touch: () => Promise.reject(new Error('down')),
       delete: () => Promise.reject(new Error('down')),
       sweep: () => Promise.reject(new Error('down')),
+      announceAttach: () => Promise.reject(new Error('down')),
+      onAttachedElsewhere: () => undefined,
+      ready: false,
     };
     const failing = new SessionService(broken, config);
     const error = await failing.create('alice').catch((e: unknown) => e);

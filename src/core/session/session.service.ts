@@ -16,9 +16,11 @@ interface Attachment {
  * principal that created them, kept until they are idle for `CLOUD_SESSION_TIMEOUT`, swept every
  * `CLOUD_SESSION_CLEANUP_INTERVAL`. A session attached to a live connection stays alive.
  *
- * One session, one connection: when a second connection resumes a session (a device that
- * reconnected before its old socket was noticed dead), the session moves to it and the
- * previous connection is told through its `onTakenOver` callback.
+ * One session, one connection, across every instance sharing the store: when a second
+ * connection resumes a session (a device that reconnected, perhaps to another instance, before
+ * its old socket was noticed dead), the session moves to it and the previous connection is
+ * told through its `onTakenOver` callback: at once on this instance, through the store's
+ * announcements on the others.
  *
  * Store failures surface as SESSION_ERROR, never as a raw exception.
  */
@@ -36,6 +38,12 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void {
     this.sweeper = setInterval(() => void this.sweep(), this.config.session.cleanupIntervalMs);
     this.sweeper.unref();
+    this.store.onAttachedElsewhere((sessionId) => {
+      const local = this.attachments.get(sessionId);
+      if (!local) return;
+      this.attachments.delete(sessionId);
+      local.onTakenOver();
+    });
   }
 
   onModuleDestroy(): void {
@@ -74,14 +82,10 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     return session;
   }
 
-  async configure(id: string, settings: Partial<SessionSettings>): Promise<Session> {
-    const session = await this.guard(() =>
-      this.store.update(id, (current) => {
-        current.settings = { ...current.settings, ...settings };
-      }),
-    );
-    if (!session) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
-    return session;
+  /** Changes some settings of the session; a setting given as `undefined` is cleared. */
+  async configure(id: string, settings: Partial<SessionSettings>): Promise<void> {
+    const found = await this.guard(() => this.store.updateSettings(id, settings));
+    if (!found) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
   }
 
   /** Keeps one exchange in the history, within `CLOUD_SESSION_MAX_HISTORY`. */
@@ -102,11 +106,14 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     await this.guard(() => this.store.delete(id));
   }
 
-  /** Binds the session to a connection; a connection already holding it is told it was taken over. */
+  /** Binds the session to a connection; a connection already holding it, here or elsewhere, is told it was taken over. */
   attach(sessionId: string, connectionId: string, onTakenOver: () => void): void {
     const previous = this.attachments.get(sessionId);
     this.attachments.set(sessionId, { connectionId, onTakenOver });
     if (previous && previous.connectionId !== connectionId) previous.onTakenOver();
+    this.store.announceAttach(sessionId).catch((error: Error) =>
+      this.logger.warn(`Could not announce session ${sessionId} to other instances: ${error.message}`),
+    );
   }
 
   /** Releases the session from `connectionId` (it closed or moved on); the session stays resumable. */

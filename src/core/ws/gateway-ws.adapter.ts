@@ -9,6 +9,7 @@ import type { Duplex } from 'stream';
 import { Observable, Subscription } from 'rxjs';
 import { WebSocket, WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { DrainService } from '../lifecycle/drain.service';
 import { FrameEvent, parseFrame } from './frame-parser';
 import { attachConnection, GatewayConnection } from './gateway-connection';
 import { OVERSIZED_FRAME_CEILING, ProtocolGatewayOptions } from './protocol-gateway.decorator';
@@ -43,7 +44,8 @@ type RouteFinder = (pathname: string) => FoundRoute | undefined;
  * - runs each gateway's upgrade guards first, so refusals are HTTP statuses with no socket;
  * - routes frames on their `type`, with fallback events for malformed, untyped, unknown and
  *   oversized frames (see {@link FrameEvent}) instead of dropping them silently;
- * - on shutdown refuses new upgrades (503) and closes every socket with a close frame (1001);
+ * - from the start of a shutdown (the drain) refuses new upgrades (503), then closes every socket
+ *   with a close frame (1001);
  * - serves chosen routes on further HTTP servers too ({@link attachServer}), for protocols whose
  *   spec has a listener of its own.
  */
@@ -53,6 +55,7 @@ export class GatewayWsAdapter extends WsAdapter {
   private readonly routeOfSocket = new WeakMap<WebSocket, Route>();
   private readonly attachedServers: HttpServer[] = [];
   private closing = false;
+  private drain?: DrainService;
 
   constructor(private readonly app: INestApplicationContext) {
     super(app);
@@ -62,6 +65,7 @@ export class GatewayWsAdapter extends WsAdapter {
     const { path, aliases = [], upgradeGuards = [], oversizedFrames = 'close', ...wsOptions } = options;
     if (port !== 0 || !path) return super.create(port, options);
     const config = this.app.get<GatewayConfig>(GATEWAY_CONFIG);
+    this.drain ??= this.app.get(DrainService);
     const limit = config.server.maxMessageBytes;
     this.ensureHttpServerExists(0, this.httpServer);
     const server = new WebSocketServer({
@@ -204,7 +208,7 @@ export class GatewayWsAdapter extends WsAdapter {
   private async upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, findRoute: RouteFinder): Promise<void> {
     // A client that resets mid-handshake must not take the process down.
     socket.on('error', (error) => this.logger.debug?.(`Upgrade socket error: ${error.message}`));
-    if (this.closing) return refuse(socket, 503, 'Server is shutting down');
+    if (this.closing || this.drain?.isDraining) return refuse(socket, 503, 'Server is shutting down');
     let url: URL;
     try {
       url = new URL(request.url ?? '/', 'http://gateway.invalid');

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'util';
 import { AppModule } from '../../app.module';
-import { InvalidConfigurationError } from '../../config/environment';
+import { StartupError } from '../../core/errors/startup-error';
 import { GATEWAY_CONFIG, GatewayConfig, logSettingsFrom } from '../../config/gateway-config';
 import { GatewayLogger } from '../../core/logging/gateway-logger';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
@@ -64,7 +64,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error) => {
-    process.stderr.write(`${error instanceof InvalidConfigurationError ? error.message : (error as Error).stack}\n`);
+    process.stderr.write(`${error instanceof StartupError ? error.message : (error as Error).stack}\n`);
     process.exitCode = 1;
   },
 );

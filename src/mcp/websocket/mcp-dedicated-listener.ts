@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { ApplicationConfig } from '@nestjs/core';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { StartupError } from '../../core/errors/startup-error';
 import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
 import { MCP_PATH } from '../mcp.constants';
 
@@ -43,7 +44,7 @@ export class McpDedicatedListener implements OnApplicationBootstrap {
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error) =>
-      reject(new Error(`MCP_WS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to turn the dedicated MCP listener off`)),
+      reject(new StartupError(`MCP_WS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to turn the dedicated MCP listener off`)),
     );
     server.listen(port, host, () => resolve());
   });

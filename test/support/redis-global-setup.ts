@@ -1,0 +1,56 @@
+import { ChildProcess, spawn } from 'child_process';
+import { createConnection } from 'net';
+import { freePort } from './ports';
+
+/** Resolves true when something answers Redis' PING on `port`. */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.setTimeout(500);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+declare global {
+  var privateRedis: ChildProcess | undefined;
+}
+
+/**
+ * Gives the Redis tests a Redis: REDIS_URL when set, else the machine's own on 127.0.0.1:6379,
+ * else a private `redis-server` started for this run (without persistence) and stopped after it.
+ * Workers start after this runs, so they inherit the REDIS_URL it sets.
+ */
+export default async function setUpRedis(): Promise<void> {
+  if (process.env.REDIS_URL) return;
+  if (await answersPing(6379)) {
+    process.env.REDIS_URL = 'redis://127.0.0.1:6379';
+    return;
+  }
+  const port = await freePort();
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const started = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    const deadline = Date.now() + 5000;
+    const poll = async () => {
+      if (await answersPing(port)) return resolve(true);
+      if (Date.now() > deadline) return resolve(false);
+      setTimeout(poll, 50);
+    };
+    void poll();
+  });
+  if (!started) {
+    server.kill();
+    throw new Error('The Redis tests need Redis: set REDIS_URL, run one on 127.0.0.1:6379, or install redis-server');
+  }
+  globalThis.privateRedis = server;
+  process.env.REDIS_URL = `redis://127.0.0.1:${port}`;
+}
