@@ -35,7 +35,14 @@ export async function startGateway(
   class TestAppModule {}
 
   const app = await createGatewayApp(TestAppModule, { handleSignals: false });
-  await app.listen(0, '127.0.0.1');
+  try {
+    await app.listen(0, '127.0.0.1');
+  } catch (error) {
+    // A boot that fails in a module's init (a broken setting) has already opened what other
+    // providers hold (the Redis session store): close it, or the test process never exits.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {
     app,
