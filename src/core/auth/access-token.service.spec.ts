@@ -1,6 +1,6 @@
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
-import { readBearerToken } from './bearer-token';
+import { offersCredential, readBearerToken } from './bearer-token';
 
 describe('AccessTokenService', () => {
   const withTokens = (tokens: string) => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens }));
@@ -48,5 +48,18 @@ describe('readBearerToken', () => {
 
   it('prefers the Authorization header over the query', () => {
     expect(readBearerToken(request({ authorization: 'Bearer header' }, '/?token=query'))).toBe('header');
+  });
+});
+
+describe('offersCredential', () => {
+  it.each([
+    [{ authorization: 'Bearer abc' }, '/', true],
+    [{ authorization: 'Basic abc' }, '/', true],
+    [{ authentication: '' }, '/', true],
+    [{}, '/utcp?token=', true],
+    [{}, '/utcp?stream=true', false],
+    [{}, '/utcp', false],
+  ])('%o %s -> %s', (headers, url, offered) => {
+    expect(offersCredential({ headers, url })).toBe(offered);
   });
 });

@@ -27,7 +27,7 @@ export interface AuthenticatedRequest extends IncomingMessage {
  */
 @Injectable()
 export class BearerAuthGuard implements CanActivate, UpgradeGuard {
-  constructor(private readonly tokens: AccessTokenService) {}
+  constructor(protected readonly tokens: AccessTokenService) {}
 
   canUpgrade(context: UpgradeContext): void {
     const result = this.tokens.authenticate(readBearerToken(context.request));
