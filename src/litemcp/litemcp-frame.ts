@@ -1,7 +1,5 @@
-import { Logger, ValidationPipe } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { describeException } from '../core/errors/describe-exception';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { describeValidationErrors } from '../core/validation/validation-message';
 import { failedCallResult } from './litemcp.mapper';
 import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpServerFrame, LiteMcpTool } from './litemcp.types';
 
@@ -38,11 +36,7 @@ export const errorFrame = (id: number | null, code: string, message: string): Li
 });
 
 /** Validates LiteMCP DTOs; a failure is an INVALID_MESSAGE naming every bad field. */
-export const liteMcpValidationPipe = new ValidationPipe({
-  transform: true,
-  forbidUnknownValues: false,
-  exceptionFactory: (errors) => new GatewayError(GatewayErrorCode.INVALID_MESSAGE, describeValidationErrors(errors)),
-});
+export { frameValidationPipe as liteMcpValidationPipe } from '../core/validation/frame-validation.pipe';
 
 /**
  * The answer to a request that failed before it produced its own answer: a `call` gets its
