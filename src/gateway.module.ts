@@ -5,6 +5,7 @@ import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
 import { GATEWAY_CONFIG, loadGatewayConfig } from './config/gateway-config';
 import { AccessTokenService } from './core/auth/access-token.service';
 import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+import { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
@@ -13,6 +14,7 @@ import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
+import { UtcpModule } from './utcp/utcp.module';
 
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
@@ -33,6 +35,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     HealthModule,
     BuiltinToolsModule,
     LiteMcpModule,
+    UtcpModule,
   ],
   providers: [
     {
@@ -45,9 +48,10 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     ToolDiscoveryService,
     AccessTokenService,
     BearerAuthGuard,
+    DeferrableBearerAuthGuard,
     HttpErrorFormats,
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
   ],
-  exports: [GATEWAY_CONFIG, ToolRegistryService, AccessTokenService, BearerAuthGuard, HttpErrorFormats],
+  exports: [GATEWAY_CONFIG, ToolRegistryService, AccessTokenService, BearerAuthGuard, DeferrableBearerAuthGuard, HttpErrorFormats],
 })
 export class GatewayModule extends ConfigurableGatewayModule {}
