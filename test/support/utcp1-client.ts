@@ -51,19 +51,11 @@ export class Utcp1WebSocketClient {
   async registerManual(template: WebSocketCallTemplate & { name: string }): Promise<ManualTool[]> {
     const manualName = template.name.replace(/\W/g, '_');
     const resolved = this.substitute({ ...template, name: manualName }, manualName);
-    const socket = await this.connection(resolved);
-    socket.send(JSON.stringify({ type: 'utcp' }));
-    const deadline = Date.now() + Math.min((resolved.timeout ?? 30) * 1000, MAX_WAIT_MS);
+    const next = await this.send(resolved, JSON.stringify({ type: 'utcp' }));
     for (;;) {
-      const text = await socket.nextText(Math.max(1, deadline - Date.now()));
-      let frame: unknown;
-      try {
-        frame = JSON.parse(text);
-      } catch {
-        continue;
-      }
-      if (!isObject(frame) || !('tools' in frame)) continue;
-      const tools = (frame.tools as ManualTool[]).map((tool) => ({
+      const { json } = await next();
+      if (!isObject(json) || !('tools' in json)) continue;
+      const tools = (json.tools as ManualTool[]).map((tool) => ({
         ...tool,
         name: tool.name.startsWith(`${manualName}.`) ? tool.name : `${manualName}.${tool.name}`,
       }));
@@ -79,38 +71,19 @@ export class Utcp1WebSocketClient {
 
   async callTool(name: string, args: Record<string, unknown>): Promise<unknown> {
     const template = this.templateOf(name);
-    const socket = await this.connection(template);
-    socket.send(formatMessage(template, args));
-    const text = await socket.nextText(Math.min((template.timeout ?? 30) * 1000, MAX_WAIT_MS));
-    if (template.response_format !== 'json') return text;
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
+    const { text, json } = await (await this.send(template, formatMessage(template, args)))();
+    return template.response_format === 'json' && json !== undefined ? json : text;
   }
 
   async *callToolStreaming(name: string, args: Record<string, unknown>): AsyncGenerator<unknown> {
     const template = this.templateOf(name);
-    const socket = await this.connection(template);
-    socket.send(formatMessage(template, args));
-    const deadline = Date.now() + Math.min((template.timeout ?? 30) * 1000, MAX_WAIT_MS);
+    const next = await this.send(template, formatMessage(template, args));
     for (;;) {
-      const text = await socket.nextText(Math.max(1, deadline - Date.now()));
-      let frame: unknown;
-      try {
-        frame = JSON.parse(text);
-      } catch {
-        yield text;
-        continue;
-      }
-      if (!isObject(frame)) {
-        yield text;
-        continue;
-      }
-      if (frame.type === 'tool_response') yield frame.result;
-      else if (frame.type === 'tool_error') throw new Error(`Tool ${name} failed: ${String(frame.error ?? 'Unknown error')}`);
-      else if (frame.type === 'stream_end') return;
+      const { text, json } = await next();
+      if (!isObject(json)) yield text;
+      else if (json.type === 'tool_response') yield json.result;
+      else if (json.type === 'tool_error') throw new Error(`Tool ${name} failed: ${String(json.error ?? 'Unknown error')}`);
+      else if (json.type === 'stream_end') return;
       else yield text;
     }
   }
@@ -124,6 +97,21 @@ export class Utcp1WebSocketClient {
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`Tool not found: ${name}`);
     return this.substitute(tool.tool_call_template, name.split('.')[0]);
+  }
+
+  /** Sends `message` on the template's connection; then reads the frames back, each with its JSON value if it has one. */
+  private async send(template: WebSocketCallTemplate, message: string): Promise<() => Promise<{ text: string; json: unknown }>> {
+    const socket = await this.connection(template);
+    socket.send(message);
+    const deadline = Date.now() + Math.min((template.timeout ?? 30) * 1000, MAX_WAIT_MS);
+    return async () => {
+      const text = await socket.nextText(Math.max(1, deadline - Date.now()));
+      try {
+        return { text, json: JSON.parse(text) as unknown };
+      } catch {
+        return { text, json: undefined };
+      }
+    };
   }
 
   private async connection(template: WebSocketCallTemplate): Promise<TestSocket> {
