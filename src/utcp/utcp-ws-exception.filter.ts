@@ -5,7 +5,7 @@ import { connectionOf } from '../core/ws/gateway-connection';
 import { errorFrame, isAuthFrame, requestIdOf, toolErrorFrame } from './utcp-frames';
 
 /** RFC 6455 "policy violation": the close code after a refused `auth` frame. */
-export const CLOSE_POLICY_VIOLATION = 1008;
+const CLOSE_POLICY_VIOLATION = 1008;
 
 const logger = new Logger('UTCP');
 

@@ -3,10 +3,8 @@ import { isRequestId } from '../utcp-frames';
 import type { UtcpRequestId } from '../utcp.types';
 
 function IsRequestId(options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy(
-    { name: 'isRequestId', validator: { validate: isRequestId, defaultMessage: () => 'id must be a non-empty string (up to 256 characters) or a number' } },
-    options,
-  );
+  const defaultMessage = () => 'id must be a non-empty string (up to 256 characters) or a number';
+  return ValidateBy({ name: 'isRequestId', validator: { validate: isRequestId, defaultMessage } }, options);
 }
 
 /** UTCP 0.1 `{"type":"call","tool","id","params"}`. `params` is checked against the tool's schema, not here. */
