@@ -44,6 +44,8 @@ describe('UTCP with auth on', () => {
       expect(await socket.next()).toEqual({ type: 'error', id: null, error: notAuthenticated });
       socket.send({ type: 'discover', id: 'd1' });
       expect(await socket.next()).toEqual({ type: 'error', id: 'd1', error: notAuthenticated });
+      socket.send('not even JSON');
+      expect(await socket.next()).toEqual({ type: 'error', id: null, error: notAuthenticated });
       socket.send({ type: 'auth', token: 'other-token', id: 'a1' });
       expect(await socket.next()).toEqual({ type: 'auth_ok', id: 'a1' });
       socket.send({ type: 'call', id: 'c2', tool: 'calculator', params: { a: 1, b: 2 } });

@@ -29,25 +29,23 @@ import { UtcpService } from './utcp.service';
   upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
   oversizedFrames: 'answer',
 })
+@UseGuards(DeferrableBearerAuthGuard)
 @UseFilters(UtcpWsExceptionFilter)
 export class UtcpGateway {
   constructor(private readonly utcp: UtcpService) {}
 
   /** The guard checked the token before this runs; what is left is to say so. */
   @SubscribeMessage('auth')
-  @UseGuards(DeferrableBearerAuthGuard)
   authenticated(@MessageBody() frame: unknown): UtcpServerFrame {
     return authOkFrame(requestIdOf(frame));
   }
 
   @SubscribeMessage('utcp')
-  @UseGuards(DeferrableBearerAuthGuard)
   manual(@ConnectedSocket() socket: WebSocket): UtcpManual {
     return this.utcp.manual(connectionOf(socket).request);
   }
 
   @SubscribeMessage('discover')
-  @UseGuards(DeferrableBearerAuthGuard)
   discover(
     @ConnectedSocket() socket: WebSocket,
     @MessageBody(frameValidationPipe) frame: UtcpDiscoverFrameDto,
@@ -56,7 +54,6 @@ export class UtcpGateway {
   }
 
   @SubscribeMessage('call')
-  @UseGuards(DeferrableBearerAuthGuard)
   call(
     @ConnectedSocket() socket: WebSocket,
     @MessageBody(frameValidationPipe) frame: UtcpCallFrameDto,
