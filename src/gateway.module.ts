@@ -5,6 +5,7 @@ import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
 import { GATEWAY_CONFIG, GatewayConfig, loadGatewayConfig } from './config/gateway-config';
 import { AccessTokenService } from './core/auth/access-token.service';
 import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+import { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
 import { HeartbeatInterceptor, WsHeartbeat } from './core/ws/heartbeat';
@@ -24,6 +25,7 @@ import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
+import { UtcpModule } from './utcp/utcp.module';
 
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
@@ -46,6 +48,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     LiteMcpModule,
     LlmGatewayModule,
     McpModule,
+    UtcpModule,
   ],
   providers: [
     {
@@ -58,6 +61,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     ToolDiscoveryService,
     AccessTokenService,
     BearerAuthGuard,
+    DeferrableBearerAuthGuard,
     HttpErrorFormats,
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
     {
@@ -82,6 +86,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     ToolRegistryService,
     AccessTokenService,
     BearerAuthGuard,
+    DeferrableBearerAuthGuard,
     HttpErrorFormats,
     SessionService,
     LlmService,

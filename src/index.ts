@@ -21,10 +21,12 @@ export type {
   ToolOutcome,
   ToolSource,
   ToolSpec,
+  ToolStreamEvent,
 } from './core/tools/tool-definition';
 export type { JsonSchema } from './core/tools/json-schema';
 export { GatewayError, GatewayErrorCode } from './core/errors/gateway-error';
 export { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+export { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 export { HealthService } from './health/health.service';
 export type { HealthIndicator, HealthReport } from './health/health.service';
 export { CalculatorModule } from './examples/calculator/calculator.module';

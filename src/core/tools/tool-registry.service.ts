@@ -11,6 +11,7 @@ import {
   ToolFailureCode,
   ToolOutcome,
   ToolSpec,
+  ToolStreamEvent,
 } from './tool-definition';
 import { ToolError } from './tool-error';
 import { toolNameProblem } from './tool-name';
@@ -25,6 +26,8 @@ export class ToolRegistrationError extends GatewayError {
 
 /** What the caller of {@link ToolRegistryService.call} may tell about the call. */
 export type ToolCallOptions = Partial<ToolCallContext>;
+
+type PartialResultListener = (value: unknown) => void;
 
 interface CatalogueEntry {
   tool: ToolDefinition;
@@ -135,11 +138,32 @@ export class ToolRegistryService implements OnModuleDestroy {
     return own.length === 0 ? shared : [...shared, ...own.map((e) => e.tool)];
   }
 
-  /** Looks the tool up as `options.connectionId` sees it, then runs it (see {@link invoke}). */
-  async call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
-    const entry = this.entry(name, options.connectionId);
-    if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
-    return this.run(entry, args, options);
+  /**
+   * Looks the tool up as `options.connectionId` sees it, then runs it. A streaming tool is
+   * drained: the outcome's value is its final result (what it returned, else its last piece).
+   */
+  call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
+    return this.invoke(name, args, options);
+  }
+
+  /**
+   * {@link call}, reporting each partial result of a streaming tool as it comes, then the
+   * outcome; the same validation, time limit and failures. The call starts on subscription;
+   * unsubscribing cancels it (its signal aborts and its generator is closed), so a protocol
+   * that drops a caller drops the call. Never errors.
+   */
+  stream(name: string, args: unknown, options: ToolCallOptions = {}): Observable<ToolStreamEvent> {
+    return new Observable<ToolStreamEvent>((subscriber) => {
+      const unsubscribed = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, unsubscribed.signal]) : unsubscribed.signal;
+      void this.invoke(name, args, { ...options, signal }, (value) => subscriber.next({ type: 'partial', value })).then(
+        (outcome) => {
+          subscriber.next({ type: 'outcome', outcome });
+          subscriber.complete();
+        },
+      );
+      return () => unsubscribed.abort();
+    });
   }
 
   /** Checks `args` against the tool's input schema; the readable problem, or `undefined`. */
@@ -153,7 +177,23 @@ export class ToolRegistryService implements OnModuleDestroy {
     this.changeStream.complete();
   }
 
-  private async run(entry: CatalogueEntry, rawArgs: unknown, options: ToolCallOptions): Promise<ToolOutcome> {
+  private async invoke(
+    name: string,
+    args: unknown,
+    options: ToolCallOptions,
+    onPartial?: PartialResultListener,
+  ): Promise<ToolOutcome> {
+    const entry = this.entry(name, options.connectionId);
+    if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
+    return this.run(entry, args, options, onPartial);
+  }
+
+  private async run(
+    entry: CatalogueEntry,
+    rawArgs: unknown,
+    options: ToolCallOptions,
+    onPartial?: PartialResultListener,
+  ): Promise<ToolOutcome> {
     const { tool } = entry;
     const started = performance.now();
     const args = rawArgs ?? {};
@@ -176,9 +216,9 @@ export class ToolRegistryService implements OnModuleDestroy {
     });
 
     try {
-      const running = Promise.resolve().then(() =>
-        tool.handler(args as Record<string, unknown>, { ...options, signal: controller.signal }),
-      );
+      const running = Promise.resolve()
+        .then(() => tool.handler(args as Record<string, unknown>, { ...options, signal: controller.signal }))
+        .then((result) => (isAsyncIterable(result) ? finalResultOf(result, controller.signal, onPartial) : result));
       // A handler that ignores the signal may still settle after its deadline; nobody awaits it then.
       running.catch(() => undefined);
       const value = await Promise.race([running, deadline]);
@@ -217,6 +257,42 @@ export class ToolRegistryService implements OnModuleDestroy {
     let entries = this.perConnection.get(connectionId);
     if (!entries && create) this.perConnection.set(connectionId, (entries = new Map()));
     return entries;
+  }
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function'
+  );
+}
+
+/**
+ * Drains a streaming handler, passing each piece to `onPartial`, and resolves with its final
+ * result: what it returned, else the last piece it yielded. Once the call is over (time limit,
+ * cancellation) the iterator is closed, and whatever it still yields is dropped: no piece
+ * arrives after the outcome.
+ */
+async function finalResultOf(
+  pieces: AsyncIterable<unknown>,
+  signal: AbortSignal,
+  onPartial?: PartialResultListener,
+): Promise<unknown> {
+  const iterator = pieces[Symbol.asyncIterator]();
+  const close = () => void Promise.resolve(iterator.return?.()).catch(() => undefined);
+  signal.addEventListener('abort', close, { once: true });
+  let last: unknown;
+  try {
+    for (;;) {
+      const step = await iterator.next();
+      if (signal.aborted) return undefined;
+      if (step.done) return step.value !== undefined ? step.value : last;
+      last = step.value;
+      onPartial?.(last);
+    }
+  } finally {
+    signal.removeEventListener('abort', close);
   }
 }
 
