@@ -164,6 +164,14 @@ describe('ToolRegistryService', () => {
       await expect(pending).resolves.toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
     });
 
+    it('does not start a call whose caller already gave up', async () => {
+      const handler = jest.fn();
+      registry.register(echo({ handler }));
+      const outcome = await registry.call('echo', { text: 'x' }, { signal: AbortSignal.abort() });
+      expect(outcome).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
+      expect(handler).not.toHaveBeenCalled();
+    });
+
     it('gives the handler the call context', async () => {
       const handler = jest.fn().mockReturnValue('ok');
       registry.register(echo({ handler }));

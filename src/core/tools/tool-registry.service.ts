@@ -201,6 +201,7 @@ export class ToolRegistryService implements OnModuleDestroy {
     if (problem) {
       return failure('INVALID_TOOL_PARAMETERS', `Invalid arguments for tool "${tool.name}": ${problem}`, started);
     }
+    if (options.signal?.aborted) return cancelled(tool, started);
 
     const controller = new AbortController();
     const onCallerAbort = () => controller.abort(options.signal?.reason);
@@ -224,9 +225,7 @@ export class ToolRegistryService implements OnModuleDestroy {
       const value = await Promise.race([running, deadline]);
       return { ok: true, value, durationMs: performance.now() - started };
     } catch (error) {
-      if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) {
-        return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
-      }
+      if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
       return this.describeFailure(tool, error, started);
     } finally {
       clearTimeout(timer);
@@ -311,6 +310,10 @@ const TOOL_FAILURE_CODES = new Set<string>([
 
 function isToolFailureCode(code: string): code is ToolFailureCode {
   return TOOL_FAILURE_CODES.has(code);
+}
+
+function cancelled(tool: ToolDefinition, started: number): ToolFailure {
+  return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
 }
 
 function failure(code: ToolFailureCode, message: string, started: number): ToolFailure {
