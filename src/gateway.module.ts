@@ -22,6 +22,7 @@ import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
+import { UpstreamModule } from './upstream/upstream.module';
 
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
@@ -44,6 +45,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     LiteMcpModule,
     LlmGatewayModule,
     McpModule,
+    UpstreamModule,
   ],
   providers: [
     {
