@@ -7,7 +7,7 @@ import type { ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
-import { describeUpstreamError, redactorFor } from './upstream-errors';
+import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
 import { openLink, refusesStreamableHttp, UpstreamLink } from './upstream-transport';
@@ -185,7 +185,7 @@ export class UpstreamConnection {
     const client = new Client(this.context.clientInfo, { capabilities: {} });
     const link = openLink(this.server, kind, (line) => {
       if (line.trim() === '') return;
-      this.lastStderrLine = this.redact(line.trim());
+      this.lastStderrLine = brief(this.redact(line.trim()));
       this.context.logger.debug(`${this.label} stderr: ${this.lastStderrLine}`);
     });
     this.client = client;
@@ -346,11 +346,12 @@ export class UpstreamConnection {
   }
 
   private retryLater(problem: string): void {
+    // A lost connection is not a failed attempt; the backoff counts both.
     if (this.state !== 'connected') this.failures += 1;
     this.backoffStep += 1;
     const delay = retryDelayMs(this.backoffStep, this.context.retryMinMs, this.context.retryMaxMs);
     this.state = 'failed';
-    this.lastError = this.redact(problem);
+    this.lastError = brief(this.redact(problem));
     this.nextRetryAt = Date.now() + delay;
     this.context.logger.warn(`${this.label} ${this.lastError}; next attempt in ${(delay / 1000).toFixed(1)} s`);
     this.retryTimer = setTimeout(() => void this.attempt(), delay);

@@ -1,6 +1,6 @@
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { describeUpstreamError, redactorFor } from './upstream-errors';
+import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 
 const settings = { name: 's', prefix: 's.', disabled: false, connectTimeoutMs: 1000, callTimeoutMs: 1000 };
@@ -22,7 +22,7 @@ describe('upstream errors', () => {
     expect(describeUpstreamError('odd')).toBe('odd');
   });
 
-  it('removes header, env and URL secrets from any text, and bounds its length', () => {
+  it('removes header, env and URL secrets from any text', () => {
     const remote: UpstreamServerConfig = {
       ...settings,
       transport: 'streamable-http',
@@ -33,9 +33,14 @@ describe('upstream errors', () => {
     const redact = redactorFor(remote);
     expect(redact('sent Bearer tok-98765, then tok-98765 again; key=abcdef123 v=1 abc')).toBe('sent ***, then *** again; key=*** v=1 abc');
     expect(redact('GET https://user:hunter22@mcp.example.com/ failed')).toBe('GET https://***@mcp.example.com/ failed');
-    expect(redact('x'.repeat(1000))).toHaveLength(300);
+    expect(redact('x'.repeat(1000))).toHaveLength(1000);
 
     const local: UpstreamServerConfig = { ...settings, transport: 'stdio', command: 'node', args: [], env: { GITHUB_TOKEN: 'ghp_secret42' } };
     expect(redactorFor(local)('auth failed for ghp_secret42')).toBe('auth failed for ***');
+  });
+
+  it('cuts long texts for logs and /health', () => {
+    expect(brief('short')).toBe('short');
+    expect(brief('x'.repeat(1000))).toBe(`${'x'.repeat(299)}…`);
   });
 });

@@ -22,16 +22,21 @@ function secretsOf(server: UpstreamServerConfig): string[] {
 
 /**
  * A function that removes the server's secrets (and any `user:password@` in a URL) from a text
- * before it goes to a log, `/health` or a caller, and bounds its length: upstream errors and
- * bodies are the upstream's words, which may repeat what it was sent.
+ * before it goes to a log, `/health` or a caller: upstream errors are the upstream's words,
+ * which may repeat what it was sent.
  */
 export function redactorFor(server: UpstreamServerConfig): (text: string) => string {
   const secrets = secretsOf(server);
   return (text) => {
     let clean = text.replace(/\/\/[^/\s:@]+:[^/\s@]+@/g, '//***@');
     for (const secret of secrets) clean = clean.split(secret).join('***');
-    return clean.length > MAX_MESSAGE_LENGTH ? `${clean.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : clean;
+    return clean;
   };
+}
+
+/** A text cut to a length that fits a log line or a `/health` field. */
+export function brief(text: string): string {
+  return text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : text;
 }
 
 /**
