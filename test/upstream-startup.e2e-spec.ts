@@ -18,6 +18,11 @@ describe('upstreams that are slow, dead or old', () => {
     legacy = await HttpUpstream.start(TOKEN, [
       { tool: { name: 'ping', description: 'Answers pong', inputSchema: { type: 'object' } }, run: () => text('pong') },
       { tool: { name: 'hang', description: 'Never answers', inputSchema: { type: 'object' } }, run: () => new Promise(() => undefined) },
+      { tool: { name: 'calculator', description: 'Clashes without a prefix', inputSchema: { type: 'object' } }, run: () => text('0') },
+      {
+        tool: { name: 'broken', description: 'Has no valid schema', inputSchema: { type: 'object', properties: { a: { type: 'nonsense' } } } },
+        run: () => text('never'),
+      },
     ]);
     file = serversFile({
       silent: { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], connectTimeout: 120 },
@@ -25,6 +30,7 @@ describe('upstreams that are slow, dead or old', () => {
       missing: { command: 'no-such-mcp-server-anywhere' },
       refused: { url: `http://127.0.0.1:${await freePort()}/mcp` },
       legacy: { url: legacy.url('/sse'), headers: { Authorization: `Bearer ${TOKEN}` }, callTimeout: 0.5 },
+      bare: { type: 'sse', url: legacy.url('/sse'), headers: { Authorization: `Bearer ${TOKEN}` }, prefix: '' },
       everything: EVERYTHING_SERVER,
       parked: { ...EVERYTHING_SERVER, disabled: true },
     });
@@ -63,8 +69,20 @@ describe('upstreams that are slow, dead or old', () => {
   });
 
   it('falls back to SSE for a server that refuses Streamable HTTP, sending its headers', async () => {
-    expect(await upstreamIn(gateway, 'legacy', 'connected')).toMatchObject({ transport: 'sse', tools: 2 });
+    expect(await upstreamIn(gateway, 'legacy', 'connected')).toMatchObject({ transport: 'sse', tools: 3 });
     await expect(gateway.app.get(ToolRegistryService).call('legacy.ping', {})).resolves.toMatchObject({ ok: true, value: 'pong' });
+  });
+
+  it('leaves out the tools the catalogue refuses, and says why on /health', async () => {
+    const bare = await upstreamIn(gateway, 'bare', 'connected');
+    expect(bare).toMatchObject({ tools: 2 });
+    expect(bare.skipped_tools).toEqual([
+      { tool: 'calculator', reason: 'Tool name already exists: "calculator"' },
+      { tool: 'broken', reason: expect.stringMatching(/^Tool "broken": Invalid JSON Schema/) },
+    ]);
+    const registry = gateway.app.get(ToolRegistryService);
+    expect(registry.get('calculator')?.source).toBe('module');
+    expect(registry.get('ping')?.source).toBe('mcp:bare');
   });
 
   it('ends a call at the server\'s own time limit, and the server stays connected', async () => {
