@@ -5,7 +5,7 @@ import type { ToolContentBlock } from './tool-definition';
  * audio, resource, resource_link) instead of one JSON value, optionally with the structured
  * value those blocks present. Upstream MCP tools answer this way, so their images and resources
  * reach MCP and LiteMCP clients as they were made. The registry unwraps it into
- * {@link ToolSuccess}: `content` is these blocks, and `value` the structured value, or the
+ * `ToolSuccess`: `content` is these blocks, and `value` the structured value, or the
  * blocks' text when there is none (so every reader of `value` still gets something meaningful).
  */
 export class ToolContentResult {
