@@ -26,6 +26,7 @@ import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
+import { UpstreamModule } from './upstream/upstream.module';
 
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
@@ -49,6 +50,7 @@ import { UtcpModule } from './utcp/utcp.module';
     LlmGatewayModule,
     McpModule,
     UtcpModule,
+    UpstreamModule,
   ],
   providers: [
     {

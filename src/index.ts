@@ -12,10 +12,12 @@ export { EnvironmentVariables, InvalidConfigurationError } from './config/enviro
 export { Tool } from './core/tools/tool.decorator';
 export type { ToolOptions } from './core/tools/tool.decorator';
 export { ToolError } from './core/tools/tool-error';
+export { ToolContentResult, textOfContent } from './core/tools/tool-content';
 export { ToolRegistryService, ToolRegistrationError } from './core/tools/tool-registry.service';
 export type {
   ToolCallContext,
   ToolCatalogueChange,
+  ToolContentBlock,
   ToolDefinition,
   ToolExample,
   ToolOutcome,

@@ -58,9 +58,9 @@ export interface ToolContentBlock {
 
 export interface ToolSuccess {
   ok: true;
-  /** The JSON value the tool returned. */
+  /** The JSON value the tool returned (for a `ToolContentResult`: its structured value, else its text). */
   value: unknown;
-  /** Content blocks, when the tool produced them itself (upstream MCP tools do). */
+  /** Content blocks, when the tool produced them itself by returning a `ToolContentResult` (upstream MCP tools do). */
   content?: ToolContentBlock[];
   durationMs: number;
 }

@@ -2,6 +2,7 @@ import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { ToolCatalogueChange, ToolSpec } from './tool-definition';
+import { ToolContentResult } from './tool-content';
 import { ToolError } from './tool-error';
 import { ToolRegistrationError, ToolRegistryService } from './tool-registry.service';
 
@@ -117,6 +118,19 @@ describe('ToolRegistryService', () => {
     it('treats missing arguments as an empty object', async () => {
       registry.register(echo({ name: 'noargs', inputSchema: { type: 'object' }, handler: (args) => args }));
       await expect(registry.call('noargs', undefined)).resolves.toMatchObject({ ok: true, value: {} });
+    });
+
+    it('unwraps a ToolContentResult into its blocks, with the structured value or else the text as value', async () => {
+      const image = { type: 'image', data: 'iVBOR', mimeType: 'image/png' };
+      registry.register(echo({ name: 'picture', handler: () => new ToolContentResult([{ type: 'text', text: 'A dot:' }, image]) }));
+      registry.register(echo({ name: 'reading', handler: () => new ToolContentResult([{ type: 'text', text: '21 °C' }], { celsius: 21 }) }));
+      await expect(registry.call('picture', { text: 'x' })).resolves.toEqual({
+        ok: true,
+        value: 'A dot:\n[image image/png]',
+        content: [{ type: 'text', text: 'A dot:' }, image],
+        durationMs: expect.any(Number),
+      });
+      await expect(registry.call('reading', { text: 'x' })).resolves.toMatchObject({ ok: true, value: { celsius: 21 }, content: [{ text: '21 °C' }] });
     });
 
     it('reports a ToolError\'s message and hides other exceptions', async () => {

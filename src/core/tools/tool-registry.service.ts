@@ -3,6 +3,7 @@ import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
+import { textOfContent, ToolContentResult } from './tool-content';
 import {
   ToolCallContext,
   ToolCatalogueChange,
@@ -12,6 +13,7 @@ import {
   ToolOutcome,
   ToolSpec,
   ToolStreamEvent,
+  ToolSuccess,
 } from './tool-definition';
 import { ToolError } from './tool-error';
 import { toolNameProblem } from './tool-name';
@@ -222,8 +224,7 @@ export class ToolRegistryService implements OnModuleDestroy {
         .then((result) => (isAsyncIterable(result) ? finalResultOf(result, controller.signal, onPartial) : result));
       // A handler that ignores the signal may still settle after its deadline; nobody awaits it then.
       running.catch(() => undefined);
-      const value = await Promise.race([running, deadline]);
-      return { ok: true, value, durationMs: performance.now() - started };
+      return success(await Promise.race([running, deadline]), started);
     } catch (error) {
       if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
       return this.describeFailure(tool, error, started);
@@ -314,6 +315,14 @@ function isToolFailureCode(code: string): code is ToolFailureCode {
 
 function cancelled(tool: ToolDefinition, started: number): ToolFailure {
   return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
+}
+
+/** A handler's return value as a success; a {@link ToolContentResult} is unwrapped into its blocks and value. */
+function success(returned: unknown, started: number): ToolSuccess {
+  const durationMs = performance.now() - started;
+  if (!(returned instanceof ToolContentResult)) return { ok: true, value: returned, durationMs };
+  const { content, structuredContent } = returned;
+  return { ok: true, value: structuredContent ?? textOfContent(content), content, durationMs };
 }
 
 function failure(code: ToolFailureCode, message: string, started: number): ToolFailure {
