@@ -8,7 +8,9 @@ import { LiteMcpClient } from './support/litemcp-client';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { toolResults } from './support/scripted-llm';
 import { provideGlobalWebSocket } from './support/sdk-websocket';
+import { TestSocket } from './support/test-socket';
 import { EVERYTHING_SERVER, isRunning, serversFile, until, upstreamIn, upstreamStatus } from './support/upstreams';
+import { Utcp01Client } from './support/utcp01-client';
 
 provideGlobalWebSocket();
 
@@ -186,6 +188,33 @@ describe('upstream MCP servers, served on every protocol', () => {
       body: JSON.stringify({ version: [1, 0, 0], tool: 'everything.get_tiny_image', arguments: [] }),
     });
     expect(((await image.json()) as any).response.content).toEqual(expect.arrayContaining([{ type: 'image/png', data: expect.stringMatching(/^iVBOR/) }]));
+  });
+
+  it('serves upstream tools over UTCP: in the manual, and called by 0.1 frames and on their own path', async () => {
+    const manual = await Utcp01Client.discoverOverHttp(stack.gateway.http('/utcp'));
+    const sum = manual.tools.find((tool: { name: string }) => tool.name === 'everything.get_sum');
+    expect(sum).toMatchObject({ inputs: { properties: { a: { type: 'number' }, b: { type: 'number' } } }, tags: [] });
+    expect(sum.tool_call_template.url).toBe(stack.gateway.ws('/utcp/everything.get_sum'));
+
+    const client = await Utcp01Client.connect(stack.gateway.ws('/utcp'));
+    expect((await client.call('everything.get_sum', { a: 2, b: 3 })).result).toBe('The sum of 2 and 3 is 5.');
+    await expect(client.call('home.fail', {})).rejects.toMatchObject({ error: { code: 'TOOL_EXECUTION_FAILED', message: 'The hub is out of reach' } });
+    await client.close();
+
+    const perTool = await TestSocket.open(sum.tool_call_template.url);
+    perTool.send({ a: 40, b: 2 });
+    expect(await perTool.next()).toBe('The sum of 40 and 2 is 42.');
+    perTool.send({ a: 'forty' });
+    expect(await perTool.next()).toEqual({
+      type: 'tool_error',
+      code: 'INVALID_TOOL_PARAMETERS',
+      error: expect.stringMatching(/^Invalid arguments for tool "everything.get_sum"/),
+    });
+    await perTool.close();
+    const light = await TestSocket.open(stack.gateway.ws('/utcp/home.set_light'));
+    light.send({ room: 'kitchen', on: true });
+    expect(await light.next()).toBe('The kitchen light is on');
+    await light.close();
   });
 
   it('follows the upstream\'s tools/list_changed, and every MCP client hears of it', async () => {
