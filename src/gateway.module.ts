@@ -28,6 +28,22 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
 import { UpstreamModule } from './upstream/upstream.module';
 
+/** The core services every module may inject (the module is global). */
+const SHARED_CORE = [
+  ToolRegistryService,
+  AccessTokenService,
+  BearerAuthGuard,
+  DeferrableBearerAuthGuard,
+  HttpErrorFormats,
+  SessionService,
+  LlmService,
+  SystemPromptService,
+  CharacterCatalogueService,
+  WsHeartbeat,
+  HeartbeatInterceptor,
+  DrainService,
+];
+
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
  * built-in tools and every protocol. Global, so that a user's own modules can inject
@@ -59,13 +75,6 @@ import { UpstreamModule } from './upstream/upstream.module';
       useFactory: (env: ConfigService, options: GatewayModuleOptions) =>
         loadGatewayConfig(Object.fromEntries(ENVIRONMENT_VARIABLE_NAMES.map((name) => [name, env.get(name)])), options.settings),
     },
-    ToolRegistryService,
-    ToolDiscoveryService,
-    AccessTokenService,
-    BearerAuthGuard,
-    DeferrableBearerAuthGuard,
-    HttpErrorFormats,
-    { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
     {
       provide: SESSION_STORE,
       inject: [GATEWAY_CONFIG],
@@ -74,29 +83,10 @@ import { UpstreamModule } from './upstream/upstream.module';
           ? RedisSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
           : new MemorySessionStore(session.timeoutMs),
     },
-    SessionService,
-    LlmService,
-    SystemPromptService,
-    CharacterCatalogueService,
-    WsHeartbeat,
-    HeartbeatInterceptor,
-    DrainService,
+    { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
+    ToolDiscoveryService,
+    ...SHARED_CORE,
   ],
-  exports: [
-    GATEWAY_CONFIG,
-    SESSION_STORE,
-    ToolRegistryService,
-    AccessTokenService,
-    BearerAuthGuard,
-    DeferrableBearerAuthGuard,
-    HttpErrorFormats,
-    SessionService,
-    LlmService,
-    SystemPromptService,
-    CharacterCatalogueService,
-    WsHeartbeat,
-    HeartbeatInterceptor,
-    DrainService,
-  ],
+  exports: [GATEWAY_CONFIG, SESSION_STORE, ...SHARED_CORE],
 })
 export class GatewayModule extends ConfigurableGatewayModule {}

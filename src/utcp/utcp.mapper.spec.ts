@@ -1,17 +1,5 @@
-import { loadGatewayConfig } from '../config/gateway-config';
-import type { ToolDefinition, ToolSpec } from '../core/tools/tool-definition';
-import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { defineTool } from '../../test/support/define-tool';
 import { ManualEndpoint, resultOf, toUtcpManual, toUtcpTool } from './utcp.mapper';
-
-const define = (spec: Partial<ToolSpec>): ToolDefinition =>
-  new ToolRegistryService(loadGatewayConfig({ SERVER_TOOL_TIMEOUT: '10' })).register({
-    name: 'tool',
-    description: 'A tool',
-    inputSchema: { type: 'object' },
-    source: 'module',
-    handler: () => undefined,
-    ...spec,
-  });
 
 const endpoint = (overrides: Partial<ManualEndpoint> = {}): ManualEndpoint => ({
   baseUrl: 'wss://tools.example.com/gw',
@@ -20,7 +8,7 @@ const endpoint = (overrides: Partial<ManualEndpoint> = {}): ManualEndpoint => ({
   ...overrides,
 });
 
-const lights = define({
+const lights = defineTool({
   name: 'device.light.set',
   description: 'Turns a light on or off',
   inputSchema: { type: 'object', properties: { room: { type: 'string' }, on: { type: 'boolean' } }, required: ['room', 'on'] },
@@ -48,7 +36,7 @@ describe('UTCP manual mapping', () => {
   });
 
   it('accepts any JSON result when the tool declares no output schema, and waits out its time limit', () => {
-    const tool = toUtcpTool(define({}), endpoint());
+    const tool = toUtcpTool(defineTool({}), endpoint());
     expect(tool.outputs).toEqual({});
     expect(tool.tool_call_template.timeout).toBe(11);
   });
@@ -70,7 +58,7 @@ describe('UTCP manual mapping', () => {
   });
 
   it('builds the manual of every tool given, in order, with the versions it follows', () => {
-    const manual = toUtcpManual([lights, define({ name: 'other' })], endpoint());
+    const manual = toUtcpManual([lights, defineTool({ name: 'other' })], endpoint());
     expect(manual).toMatchObject({ utcp_version: '1.0.1', manual_version: '1.0.0' });
     expect(manual.tools.map((tool) => tool.name)).toEqual(['device.light.set', 'other']);
     expect(toUtcpManual([], endpoint()).tools).toEqual([]);
