@@ -5,6 +5,7 @@ import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
 import { GATEWAY_CONFIG, GatewayConfig, loadGatewayConfig } from './config/gateway-config';
 import { AccessTokenService } from './core/auth/access-token.service';
 import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+import { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
 import { HeartbeatInterceptor, WsHeartbeat } from './core/ws/heartbeat';
@@ -26,6 +27,24 @@ import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { McpModule } from './mcp/mcp.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
+import { UtcpModule } from './utcp/utcp.module';
+import { UpstreamModule } from './upstream/upstream.module';
+
+/** The core services every module may inject (the module is global). */
+const SHARED_CORE = [
+  ToolRegistryService,
+  AccessTokenService,
+  BearerAuthGuard,
+  DeferrableBearerAuthGuard,
+  HttpErrorFormats,
+  SessionService,
+  LlmService,
+  SystemPromptService,
+  CharacterCatalogueService,
+  WsHeartbeat,
+  HeartbeatInterceptor,
+  DrainService,
+];
 
 /**
  * The gateway as one importable module: configuration, the tool catalogue, auth, health, the
@@ -48,6 +67,8 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
     LiteMcpModule,
     LlmGatewayModule,
     McpModule,
+    UtcpModule,
+    UpstreamModule,
     CatalogueModule,
     ConsoleModule,
   ],
@@ -58,12 +79,6 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
       useFactory: (env: ConfigService, options: GatewayModuleOptions) =>
         loadGatewayConfig(Object.fromEntries(ENVIRONMENT_VARIABLE_NAMES.map((name) => [name, env.get(name)])), options.settings),
     },
-    ToolRegistryService,
-    ToolDiscoveryService,
-    AccessTokenService,
-    BearerAuthGuard,
-    HttpErrorFormats,
-    { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
     {
       provide: SESSION_STORE,
       inject: [GATEWAY_CONFIG],
@@ -72,28 +87,10 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
           ? RedisSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
           : new MemorySessionStore(session.timeoutMs),
     },
-    SessionService,
-    LlmService,
-    SystemPromptService,
-    CharacterCatalogueService,
-    WsHeartbeat,
-    HeartbeatInterceptor,
-    DrainService,
+    { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
+    ToolDiscoveryService,
+    ...SHARED_CORE,
   ],
-  exports: [
-    GATEWAY_CONFIG,
-    SESSION_STORE,
-    ToolRegistryService,
-    AccessTokenService,
-    BearerAuthGuard,
-    HttpErrorFormats,
-    SessionService,
-    LlmService,
-    SystemPromptService,
-    CharacterCatalogueService,
-    WsHeartbeat,
-    HeartbeatInterceptor,
-    DrainService,
-  ],
+  exports: [GATEWAY_CONFIG, SESSION_STORE, ...SHARED_CORE],
 })
 export class GatewayModule extends ConfigurableGatewayModule {}

@@ -12,19 +12,23 @@ export { EnvironmentVariables, InvalidConfigurationError } from './config/enviro
 export { Tool } from './core/tools/tool.decorator';
 export type { ToolOptions } from './core/tools/tool.decorator';
 export { ToolError } from './core/tools/tool-error';
+export { ToolContentResult, textOfContent } from './core/tools/tool-content';
 export { ToolRegistryService, ToolRegistrationError } from './core/tools/tool-registry.service';
 export type {
   ToolCallContext,
   ToolCatalogueChange,
+  ToolContentBlock,
   ToolDefinition,
   ToolExample,
   ToolOutcome,
   ToolSource,
   ToolSpec,
+  ToolStreamEvent,
 } from './core/tools/tool-definition';
 export type { JsonSchema } from './core/tools/json-schema';
 export { GatewayError, GatewayErrorCode } from './core/errors/gateway-error';
 export { BearerAuthGuard } from './core/auth/bearer-auth.guard';
+export { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 export { HealthService } from './health/health.service';
 export type { HealthIndicator, HealthReport } from './health/health.service';
 export { CalculatorModule } from './examples/calculator/calculator.module';

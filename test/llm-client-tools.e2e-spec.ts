@@ -1,23 +1,12 @@
 import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { LlmClient, LlmStack, startLlmStack } from './support/llm-stack';
 import { toolResults } from './support/scripted-llm';
+import { SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL } from './support/spec-clients';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-const BATTERY = {
-  name: 'get_battery',
-  description: '获取设备当前电量百分比',
-  parameters: { type: 'object', properties: {}, required: [] },
-};
-const VOLUME = {
-  name: 'set_volume',
-  description: '设置设备音量',
-  parameters: {
-    type: 'object',
-    properties: { volume: { type: 'integer', description: '音量值 0-100', minimum: 0, maximum: 100 } },
-    required: ['volume'],
-  },
-};
+const BATTERY = SPEC_BATTERY_TOOL;
+const VOLUME = SPEC_VOLUME_TOOL;
 
 async function register(client: LlmClient, tools: unknown[]): Promise<any> {
   client.send({ type: 'register_tools', tools });

@@ -1,20 +1,8 @@
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { ChatRequest, lastUserText, ScriptedReply, toolResults } from './support/scripted-llm';
-import { SpecJsClient, SpecPythonClient } from './support/spec-clients';
+import { SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL, SpecJsClient, SpecPythonClient } from './support/spec-clients';
 
-/** The spec's example tools (section 10). */
-const TOOLS = [
-  { name: 'get_battery', description: '获取设备当前电量百分比', parameters: { type: 'object', properties: {}, required: [] } },
-  {
-    name: 'set_volume',
-    description: '设置设备音量',
-    parameters: {
-      type: 'object',
-      properties: { volume: { type: 'integer', description: '音量值 0-100', minimum: 0, maximum: 100 } },
-      required: ['volume'],
-    },
-  },
-];
+const TOOLS = [SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL];
 
 /**
  * A model that behaves like Qwen3 with the spec's tools: battery questions call `get_battery`,

@@ -1,3 +1,4 @@
+import { resolve } from 'path';
 import { InvalidConfigurationError } from './environment';
 import { loadGatewayConfig } from './gateway-config';
 
@@ -76,6 +77,22 @@ describe('gateway configuration', () => {
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadGatewayConfig({ [name]: value })).toThrow(InvalidConfigurationError);
     expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`${name}.*\\(got "${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\)|${name}`));
+  });
+
+  it('reads the upstream MCP settings: an absolute file path, seconds into milliseconds, calls timed like server tools by default', () => {
+    expect(loadGatewayConfig({}).mcp.upstream).toEqual({
+      serversFile: undefined,
+      connectTimeoutMs: 30_000,
+      callTimeoutMs: 10_000,
+      pingIntervalMs: 30_000,
+      retryMinMs: 1_000,
+      retryMaxMs: 60_000,
+    });
+    const upstream = loadGatewayConfig({ MCP_SERVERS_FILE: 'mcp.json', MCP_UPSTREAM_CALL_TIMEOUT: '45', MCP_UPSTREAM_PING_INTERVAL: '0' }).mcp.upstream;
+    expect(upstream).toMatchObject({ serversFile: resolve('mcp.json'), callTimeoutMs: 45_000, pingIntervalMs: 0 });
+    expect(() => loadGatewayConfig({ MCP_UPSTREAM_RETRY_MIN: '10', MCP_UPSTREAM_RETRY_MAX: '5' })).toThrow(
+      /MCP_UPSTREAM_RETRY_MAX \(5\) must not be less than MCP_UPSTREAM_RETRY_MIN \(10\)/,
+    );
   });
 
   it('refuses the MCP spec\'s placeholder token unless it is explicitly allowed', () => {

@@ -256,6 +256,42 @@ export class EnvironmentVariables {
   @Matches(/^\d{4}-\d{2}-\d{2}$/, { message: 'MCP_PROTOCOL_VERSION must be a date-shaped MCP version such as 2024-11-05' })
   MCP_PROTOCOL_VERSION = '2024-11-05';
 
+  // --- upstream MCP servers, aggregated into the catalogue ---
+  /** JSON file in the desktop clients' format, `{"mcpServers": {...}}`; none when unset. */
+  @IsOptional()
+  @IsString()
+  MCP_SERVERS_FILE?: string;
+
+  /** Seconds an upstream may take to start and answer `initialize`, and each `tools/list` or ping. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_CONNECT_TIMEOUT = 30;
+
+  /** Seconds an upstream tool call may take; SERVER_TOOL_TIMEOUT when unset. */
+  @NumberFromEnv()
+  @IsOptional()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_CALL_TIMEOUT?: number;
+
+  /** Seconds between liveness pings of a connected upstream; 0 turns pinging off. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  MCP_UPSTREAM_PING_INTERVAL = 30;
+
+  /** Seconds before the first reconnection attempt; doubled per failure up to MCP_UPSTREAM_RETRY_MAX. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_RETRY_MIN = 1;
+
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_RETRY_MAX = 60;
+
   // --- MCP over WebSocket, dedicated listener (MCP-WS spec 8) ---
   @IsString()
   @MinLength(1)

@@ -62,6 +62,15 @@ export interface GatewayConfig {
     enabled: boolean;
     serverName: string;
     protocolVersion: string;
+    /** Defaults of the upstream MCP servers listed in `serversFile`; each server may override its timeouts. */
+    upstream: {
+      serversFile?: string;
+      connectTimeoutMs: number;
+      callTimeoutMs: number;
+      pingIntervalMs: number;
+      retryMinMs: number;
+      retryMaxMs: number;
+    };
     ws: {
       host: string;
       port: number;
@@ -164,6 +173,14 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       enabled: env.MCP_ENABLED,
       serverName: env.MCP_SERVER_NAME,
       protocolVersion: env.MCP_PROTOCOL_VERSION,
+      upstream: {
+        serversFile: env.MCP_SERVERS_FILE === undefined ? undefined : resolve(env.MCP_SERVERS_FILE),
+        connectTimeoutMs: seconds(env.MCP_UPSTREAM_CONNECT_TIMEOUT),
+        callTimeoutMs: seconds(env.MCP_UPSTREAM_CALL_TIMEOUT ?? env.SERVER_TOOL_TIMEOUT),
+        pingIntervalMs: seconds(env.MCP_UPSTREAM_PING_INTERVAL),
+        retryMinMs: seconds(env.MCP_UPSTREAM_RETRY_MIN),
+        retryMaxMs: seconds(env.MCP_UPSTREAM_RETRY_MAX),
+      },
       ws: {
         host: env.MCP_WS_HOST,
         port: env.MCP_WS_PORT,
@@ -207,6 +224,11 @@ export function loadGatewayConfig(
   if (env.DEFAULT_TIMEZONE !== undefined && !isKnownTimeZone(env.DEFAULT_TIMEZONE)) {
     throw new InvalidConfigurationError([
       `DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris (got ${JSON.stringify(env.DEFAULT_TIMEZONE)})`,
+    ]);
+  }
+  if (env.MCP_UPSTREAM_RETRY_MAX < env.MCP_UPSTREAM_RETRY_MIN) {
+    throw new InvalidConfigurationError([
+      `MCP_UPSTREAM_RETRY_MAX (${env.MCP_UPSTREAM_RETRY_MAX}) must not be less than MCP_UPSTREAM_RETRY_MIN (${env.MCP_UPSTREAM_RETRY_MIN})`,
     ]);
   }
   if (env.MCP_WS_AUTH_TOKEN === MCP_PLACEHOLDER_TOKEN && !env.MCP_WS_ALLOW_DEFAULT_TOKEN) {

@@ -1,19 +1,7 @@
-import { loadGatewayConfig } from '../config/gateway-config';
-import type { ToolDefinition, ToolSpec } from '../core/tools/tool-definition';
-import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { defineTool } from '../../test/support/define-tool';
 import { coerceArguments, toCallResult, toLiteMcpTool } from './litemcp.mapper';
 
-const define = (spec: Partial<ToolSpec>): ToolDefinition =>
-  new ToolRegistryService(loadGatewayConfig({})).register({
-    name: 'tool',
-    description: 'A tool',
-    inputSchema: { type: 'object' },
-    source: 'module',
-    handler: () => undefined,
-    ...spec,
-  });
-
-const calculator = define({
+const calculator = defineTool({
   name: 'calculator',
   description: 'A simple calculator',
   inputSchema: {
@@ -44,7 +32,7 @@ describe('LiteMCP mapping', () => {
   });
 
   it('labels union, enum-only and untyped properties', () => {
-    const tool = define({
+    const tool = defineTool({
       inputSchema: {
         type: 'object',
         properties: { u: { type: ['integer', 'null'] }, e: { enum: [1, 2] }, any: {} },
@@ -54,7 +42,7 @@ describe('LiteMCP mapping', () => {
   });
 
   describe('coerceArguments', () => {
-    const typed = define({
+    const typed = defineTool({
       inputSchema: {
         type: 'object',
         properties: {

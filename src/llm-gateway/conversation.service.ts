@@ -5,6 +5,7 @@ import { LlmService, LlmToolCall, ToolResultMessage } from '../core/llm/llm.serv
 import { SystemPromptService } from '../core/llm/system-prompt.service';
 import type { Session } from '../core/session/session';
 import { SessionService } from '../core/session/session.service';
+import { textOfContent } from '../core/tools/tool-content';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConfigureDto, TextInputDto } from './dto/client-messages.dto';
@@ -23,8 +24,9 @@ interface PreparedCall {
   problem?: string;
 }
 
-/** How a tool result reads to the model. */
+/** How a tool result reads to the model: the text of its content blocks when it made some, else its value. */
 function resultForModel(outcome: ToolOutcome): string {
+  if (outcome.ok && outcome.content) return textOfContent(outcome.content);
   if (outcome.ok) return typeof outcome.value === 'string' ? outcome.value : JSON.stringify(outcome.value ?? null);
   return JSON.stringify({ error: { code: llmCodeOfToolFailure(outcome.code), message: outcome.message } });
 }

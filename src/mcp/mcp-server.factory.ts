@@ -14,12 +14,11 @@ import {
   RequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import { readFileSync } from 'fs';
-import { join } from 'path';
 import { filter, Subscription } from 'rxjs';
 import { InvalidConfigurationError } from '../config/environment';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { GATEWAY_VERSION } from '../core/version';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
 /** Who an MCP session serves; passed to every tool call it makes. */
@@ -28,9 +27,6 @@ export interface McpCaller {
   /** The WebSocket connection or Streamable HTTP session. */
   connectionId: string;
 }
-
-/** The gateway's version, announced as the MCP server's (package.json sits two levels above this file in src/ and dist/). */
-const GATEWAY_VERSION: string = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')).version;
 
 /**
  * `tools/call` with any params. The SDK parses a request against the handler's schema before its

@@ -1,20 +1,9 @@
 import { CallToolResultSchema, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
-import { loadGatewayConfig } from '../config/gateway-config';
-import type { ToolContentBlock, ToolDefinition, ToolOutcome, ToolSpec } from '../core/tools/tool-definition';
-import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import type { ToolContentBlock, ToolOutcome } from '../core/tools/tool-definition';
+import { defineTool } from '../../test/support/define-tool';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
-const define = (spec: Partial<ToolSpec>): ToolDefinition =>
-  new ToolRegistryService(loadGatewayConfig({})).register({
-    name: 'tool',
-    description: 'A tool',
-    inputSchema: { type: 'object' },
-    source: 'module',
-    handler: () => undefined,
-    ...spec,
-  });
-
-const clock = define({
+const clock = defineTool({
   name: 'clock',
   description: 'Tells the time',
   inputSchema: { type: 'object', properties: { zone: { type: 'string' } }, additionalProperties: false },
@@ -22,7 +11,7 @@ const clock = define({
   examples: [{ description: 'What time is it?', arguments: {} }],
   tags: ['time'],
 });
-const adder = define({ name: 'adder', outputSchema: { type: 'number' } });
+const adder = defineTool({ name: 'adder', outputSchema: { type: 'number' } });
 const ok = (value: unknown, content?: ToolContentBlock[]): ToolOutcome => ({ ok: true, value, content, durationMs: 1 });
 
 describe('MCP mapping', () => {
@@ -43,7 +32,7 @@ describe('MCP mapping', () => {
     });
 
     it('says type "object" even when the input schema leaves the type out', () => {
-      const untyped = toMcpTool(define({ inputSchema: { properties: { a: { type: 'number' } } } }));
+      const untyped = toMcpTool(defineTool({ inputSchema: { properties: { a: { type: 'number' } } } }));
       expect(untyped.inputSchema).toEqual({ type: 'object', properties: { a: { type: 'number' } } });
       expect(ToolSchema.safeParse(untyped).success).toBe(true);
     });

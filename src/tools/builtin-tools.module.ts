@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { CountdownTools } from './countdown.tools';
 import { LanguageTools } from './language.tools';
 import { LocationService } from './location.service';
 import { LocationTools } from './location.tools';
@@ -8,7 +9,7 @@ import { WeatherTools } from './weather.tools';
 
 /**
  * The tools the gateway ships (source `builtin`): the ten server tools of the LLM gateway spec
- * (7.2), found by the same `@Tool()` discovery as users' tools.
+ * (7.2) and the streaming `countdown`, found by the same `@Tool()` discovery as users' tools.
  */
-@Module({ providers: [TimeTools, LocationService, LocationTools, WeatherTools, LanguageTools, RoleplayTools] })
+@Module({ providers: [TimeTools, CountdownTools, LocationService, LocationTools, WeatherTools, LanguageTools, RoleplayTools] })
 export class BuiltinToolsModule {}

@@ -14,12 +14,16 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** Settings every test gateway starts from: quiet, loopback only, no dedicated MCP listener. */
+/**
+ * Settings every test gateway starts from: quiet, loopback only, no dedicated MCP listener, and
+ * sessions in memory whatever the environment says (a test that wants Redis passes REDIS_URL).
+ */
 export const TEST_SETTINGS: EnvironmentInput = {
   CLOUD_HOST: '127.0.0.1',
   CLOUD_PORT: 0,
   CLOUD_LOG_LEVEL: 'ERROR',
   MCP_WS_PORT: 0,
+  REDIS_URL: '',
 };
 
 /**
@@ -38,8 +42,7 @@ export async function startGateway(
   try {
     await app.listen(0, '127.0.0.1');
   } catch (error) {
-    // A boot that fails in a module's init (a broken setting) has already opened what other
-    // providers hold (the Redis session store): close it, or the test process never exits.
+    // A module that fails to initialise leaves the rest of the app running: stop it.
     await app.close().catch(() => undefined);
     throw error;
   }

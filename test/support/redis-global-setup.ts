@@ -25,14 +25,19 @@ declare global {
 }
 
 /**
- * Gives the Redis tests a Redis: REDIS_URL when set, else the machine's own on 127.0.0.1:6379,
- * else a private `redis-server` started for this run (without persistence) and stopped after it.
- * Workers start after this runs, so they inherit the REDIS_URL it sets.
+ * Gives the Redis tests a Redis, as TEST_REDIS_URL: REDIS_URL when set, else the machine's own
+ * on 127.0.0.1:6379, else a private `redis-server` started for this run (without persistence)
+ * and stopped after it. Workers start after this runs, so they inherit TEST_REDIS_URL; it is not
+ * REDIS_URL, so gateways that tests start use Redis only when a test asks for it.
  */
 export default async function setUpRedis(): Promise<void> {
-  if (process.env.REDIS_URL) return;
+  if (process.env.TEST_REDIS_URL) return;
+  if (process.env.REDIS_URL) {
+    process.env.TEST_REDIS_URL = process.env.REDIS_URL;
+    return;
+  }
   if (await answersPing(6379)) {
-    process.env.REDIS_URL = 'redis://127.0.0.1:6379';
+    process.env.TEST_REDIS_URL = 'redis://127.0.0.1:6379';
     return;
   }
   const port = await freePort();
@@ -52,5 +57,5 @@ export default async function setUpRedis(): Promise<void> {
     throw new Error('The Redis tests need Redis: set REDIS_URL, run one on 127.0.0.1:6379, or install redis-server');
   }
   globalThis.privateRedis = server;
-  process.env.REDIS_URL = `redis://127.0.0.1:${port}`;
+  process.env.TEST_REDIS_URL = `redis://127.0.0.1:${port}`;
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
 
-/** The Redis the tests use: REDIS_URL, or the machine's own on 127.0.0.1:6379. */
-export const TEST_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The Redis the tests use (see redis-global-setup.ts). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A key prefix of this test run's own, so runs sharing one Redis never see each other's keys. */
 export function uniquePrefix(): string {

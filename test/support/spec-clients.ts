@@ -2,6 +2,23 @@ import { WebSocket } from 'ws';
 
 /* eslint-disable @typescript-eslint/no-unsafe-function-type */
 
+/** The device tools of the spec's client examples (section 10). */
+export const SPEC_BATTERY_TOOL = {
+  name: 'get_battery',
+  description: '获取设备当前电量百分比',
+  parameters: { type: 'object', properties: {}, required: [] },
+};
+
+export const SPEC_VOLUME_TOOL = {
+  name: 'set_volume',
+  description: '设置设备音量',
+  parameters: {
+    type: 'object',
+    properties: { volume: { type: 'integer', description: '音量值 0-100', minimum: 0, maximum: 100 } },
+    required: ['volume'],
+  },
+};
+
 /**
  * The LLM gateway spec's JavaScript client (section 10.2), kept as written: callbacks in a
  * handler map, `sendText` resolving on the FIRST `llm_response`, `registerTools` on the first

@@ -1,6 +1,6 @@
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
-import { readBearerToken } from './bearer-token';
+import { offersCredential, readBearerToken } from './bearer-token';
 
 describe('AccessTokenService', () => {
   const withTokens = (tokens: string) => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens }));
@@ -74,5 +74,18 @@ describe('AccessTokenService realms', () => {
 
   it('refuses to check a realm nobody defined', () => {
     expect(() => service('').authenticate('x', 'nowhere')).toThrow(/Unknown token realm "nowhere"/);
+  });
+});
+
+describe('offersCredential', () => {
+  it.each([
+    [{ authorization: 'Bearer abc' }, '/', true],
+    [{ authorization: 'Basic abc' }, '/', true],
+    [{ authentication: '' }, '/', true],
+    [{}, '/utcp?token=', true],
+    [{}, '/utcp?stream=true', false],
+    [{}, '/utcp', false],
+  ])('%o %s -> %s', (headers, url, offered) => {
+    expect(offersCredential({ headers, url })).toBe(offered);
   });
 });

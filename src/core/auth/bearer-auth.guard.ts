@@ -33,7 +33,7 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   /** The token realm this guard checks. */
   protected readonly realm: string = SHARED_REALM;
 
-  constructor(private readonly tokens: AccessTokenService) {}
+  constructor(protected readonly tokens: AccessTokenService) {}
 
   canUpgrade(context: UpgradeContext): void {
     const result = this.tokens.authenticate(readBearerToken(context.request), this.realm);

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'http';
+import { queryParameter } from '../http/query-parameter';
 
 const BEARER = /^Bearer\s+(.+)$/i;
 
@@ -13,10 +14,15 @@ export function readBearerToken(request: Pick<IncomingMessage, 'headers' | 'url'
     const match = typeof value === 'string' ? BEARER.exec(value.trim()) : null;
     if (match) return match[1].trim();
   }
-  const query = request.url?.indexOf('?') ?? -1;
-  if (query >= 0) {
-    const token = new URLSearchParams(request.url!.slice(query + 1)).get('token');
-    if (token) return token;
-  }
-  return undefined;
+  return queryParameter(request.url, 'token') || undefined;
+}
+
+/**
+ * Whether a request offers a credential at all, usable or not (an `Authorization` header of any
+ * scheme, an empty `?token=`), as opposed to none: guards that let a client authenticate after
+ * connecting still refuse a credential that is offered and wrong.
+ */
+export function offersCredential(request: Pick<IncomingMessage, 'headers' | 'url'>): boolean {
+  const { authorization, authentication } = request.headers;
+  return authorization !== undefined || authentication !== undefined || queryParameter(request.url, 'token') !== null;
 }

@@ -112,12 +112,12 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
-      commandTimeout: COMMAND_TIMEOUT_MS,
       connectTimeout: CONNECT_TIMEOUT_MS,
-      retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 5000),
+      // At boot a failure is final; once connected, the connection is retried for ever (see below).
+      retryStrategy: () => null,
     };
     const redis = new Redis(url, options) as ScriptedRedis;
-    const subscriber = new Redis(url, { ...options, commandTimeout: undefined });
+    const subscriber = new Redis(url, options);
     for (const [name, script] of Object.entries(SCRIPTS)) {
       redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
@@ -130,13 +130,16 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
       await Promise.all([redis.connect(), subscriber.connect()]);
       await redis.ping();
     } catch (error) {
-      redis.disconnect();
-      subscriber.disconnect();
+      // A client whose connection already ended must not be disconnected again: ioredis would arm a timer.
+      for (const client of [redis, subscriber]) if (client.status !== 'end') client.disconnect();
       throw new RedisUnavailableError(url, cause ?? (error as Error).message);
     } finally {
       redis.off('error', remember);
       subscriber.off('error', remember);
     }
+    // Armed only once connected, so nothing of a failed boot outlives it.
+    for (const client of [redis, subscriber]) client.options.retryStrategy = (attempt) => Math.min(100 * 2 ** attempt, 5000);
+    redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
     const store = new RedisSessionStore(redis, subscriber, prefix, ttlMs);
     await store.listen();
     return store;

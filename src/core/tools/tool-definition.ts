@@ -22,6 +22,11 @@ export interface ToolCallContext {
   sessionId?: string;
 }
 
+/**
+ * Runs a tool. It returns the result (or a promise of it), or streams: an async generator (or
+ * any AsyncIterable) yields partial results as they come and may `return` the final one; when
+ * it returns nothing, its last partial result is the final one.
+ */
 export type ToolHandler = (args: Record<string, unknown>, context: ToolCallContext) => unknown;
 
 /** A tool as a provider declares it: defined once, projected by every protocol. */
@@ -53,9 +58,9 @@ export interface ToolContentBlock {
 
 export interface ToolSuccess {
   ok: true;
-  /** The JSON value the tool returned. */
+  /** The JSON value the tool returned (for a `ToolContentResult`: its structured value, else its text). */
   value: unknown;
-  /** Content blocks, when the tool produced them itself (upstream MCP tools do). */
+  /** Content blocks, when the tool produced them itself by returning a `ToolContentResult` (upstream MCP tools do). */
   content?: ToolContentBlock[];
   durationMs: number;
 }
@@ -76,6 +81,13 @@ export interface ToolFailure {
 
 /** What a call ends in: never an exception. */
 export type ToolOutcome = ToolSuccess | ToolFailure;
+
+/**
+ * What a streamed call reports: each partial result a streaming tool yields, as it comes, then
+ * the outcome (whose value is the final result). A tool that does not stream reports only its
+ * outcome.
+ */
+export type ToolStreamEvent = { type: 'partial'; value: unknown } | { type: 'outcome'; outcome: ToolOutcome };
 
 /** Emitted whenever the catalogue changes, so protocols can tell their clients. */
 export interface ToolCatalogueChange {

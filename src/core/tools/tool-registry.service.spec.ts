@@ -1,6 +1,8 @@
+import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { ToolCatalogueChange, ToolSpec } from './tool-definition';
+import { ToolContentResult } from './tool-content';
 import { ToolError } from './tool-error';
 import { ToolRegistrationError, ToolRegistryService } from './tool-registry.service';
 
@@ -118,6 +120,19 @@ describe('ToolRegistryService', () => {
       await expect(registry.call('noargs', undefined)).resolves.toMatchObject({ ok: true, value: {} });
     });
 
+    it('unwraps a ToolContentResult into its blocks, with the structured value or else the text as value', async () => {
+      const image = { type: 'image', data: 'iVBOR', mimeType: 'image/png' };
+      registry.register(echo({ name: 'picture', handler: () => new ToolContentResult([{ type: 'text', text: 'A dot:' }, image]) }));
+      registry.register(echo({ name: 'reading', handler: () => new ToolContentResult([{ type: 'text', text: '21 °C' }], { celsius: 21 }) }));
+      await expect(registry.call('picture', { text: 'x' })).resolves.toEqual({
+        ok: true,
+        value: 'A dot:\n[image image/png]',
+        content: [{ type: 'text', text: 'A dot:' }, image],
+        durationMs: expect.any(Number),
+      });
+      await expect(registry.call('reading', { text: 'x' })).resolves.toMatchObject({ ok: true, value: { celsius: 21 }, content: [{ text: '21 °C' }] });
+    });
+
     it('reports a ToolError\'s message and hides other exceptions', async () => {
       registry.register(echo({ name: 'fails', handler: () => { throw new ToolError('Device offline', { retry: true }); } }));
       registry.register(echo({ name: 'crashes', handler: () => { throw new Error('password=hunter2 at db.internal'); } }));
@@ -163,6 +178,14 @@ describe('ToolRegistryService', () => {
       await expect(pending).resolves.toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
     });
 
+    it('does not start a call whose caller already gave up', async () => {
+      const handler = jest.fn();
+      registry.register(echo({ handler }));
+      const outcome = await registry.call('echo', { text: 'x' }, { signal: AbortSignal.abort() });
+      expect(outcome).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
+      expect(handler).not.toHaveBeenCalled();
+    });
+
     it('gives the handler the call context', async () => {
       const handler = jest.fn().mockReturnValue('ok');
       registry.register(echo({ handler }));
@@ -174,6 +197,151 @@ describe('ToolRegistryService', () => {
       registry.register(echo({ name: 'mine', source: 'client:a' }), 'a');
       await expect(registry.call('mine', { text: 'x' }, { connectionId: 'a' })).resolves.toMatchObject({ ok: true });
       await expect(registry.call('mine', { text: 'x' }, { connectionId: 'b' })).resolves.toMatchObject({ code: 'TOOL_NOT_FOUND' });
+    });
+  });
+
+  describe('streaming tools', () => {
+    /** Settles only when `signal` aborts, as a well-behaved long handler does. */
+    const untilAborted = (signal: AbortSignal) =>
+      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+
+    const streamOf = (name: string, args: unknown, options = {}) => lastValueFrom(registry.stream(name, args, options).pipe(toArray()));
+
+    it('reports each piece as it comes, then the outcome carrying the returned final result', async () => {
+      registry.register(
+        echo({
+          name: 'count',
+          async *handler({ text }) {
+            yield `${text} 1`;
+            yield `${text} 2`;
+            return `${text} done`;
+          },
+        }),
+      );
+      expect(await streamOf('count', { text: 'n' })).toEqual([
+        { type: 'partial', value: 'n 1' },
+        { type: 'partial', value: 'n 2' },
+        { type: 'outcome', outcome: expect.objectContaining({ ok: true, value: 'n done' }) },
+      ]);
+    });
+
+    it('answers call() with the final result: the returned value, else the last piece', async () => {
+      registry.register(echo({ name: 'returns', async *handler() { yield 1; return 2; } }));
+      registry.register(echo({ name: 'yields', async *handler() { yield 1; yield 3; } }));
+      registry.register(echo({ name: 'empty', async *handler() {} }));
+      await expect(registry.call('returns', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 2 });
+      await expect(registry.call('yields', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 3 });
+      await expect(registry.call('empty', { text: 'x' })).resolves.toMatchObject({ ok: true, value: undefined });
+    });
+
+    it('streams any AsyncIterable a handler returns, and reports a plain result as the outcome alone', async () => {
+      registry.register(echo({ name: 'iterable', handler: () => ({ async *[Symbol.asyncIterator]() { yield 'a'; yield 'b'; } }) }));
+      expect((await streamOf('iterable', { text: 'x' })).map((event) => event.type)).toEqual(['partial', 'partial', 'outcome']);
+      registry.register(echo());
+      expect(await streamOf('echo', { text: 'hi' })).toEqual([{ type: 'outcome', outcome: expect.objectContaining({ ok: true, value: 'hi' }) }]);
+    });
+
+    it('validates before the generator starts, and answers an unknown tool', async () => {
+      const started = jest.fn();
+      registry.register(echo({ name: 'count', async *handler() { started(); yield 1; } }));
+      expect(await streamOf('count', { text: 7 })).toEqual([
+        { type: 'outcome', outcome: expect.objectContaining({ ok: false, code: 'INVALID_TOOL_PARAMETERS' }) },
+      ]);
+      expect(started).not.toHaveBeenCalled();
+      expect(await streamOf('nope', {})).toEqual([{ type: 'outcome', outcome: expect.objectContaining({ code: 'TOOL_NOT_FOUND' }) }]);
+    });
+
+    it('runs nothing until subscribed', async () => {
+      const handler = jest.fn().mockReturnValue('ok');
+      registry.register(echo({ handler }));
+      const events = registry.stream('echo', { text: 'x' });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(handler).not.toHaveBeenCalled();
+      await expect(firstValueFrom(events)).resolves.toMatchObject({ type: 'outcome' });
+    });
+
+    it('ends with a failure after the pieces when the generator throws', async () => {
+      registry.register(
+        echo({
+          name: 'breaks',
+          async *handler() {
+            yield 'first';
+            throw new ToolError('Sensor unplugged');
+          },
+        }),
+      );
+      expect(await streamOf('breaks', { text: 'x' })).toEqual([
+        { type: 'partial', value: 'first' },
+        { type: 'outcome', outcome: expect.objectContaining({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: 'Sensor unplugged' }) },
+      ]);
+    });
+
+    it('holds a whole stream to the time limit, closes the generator and drops later pieces', async () => {
+      let closed = false;
+      registry.register(
+        echo({
+          name: 'slow',
+          timeoutMs: 50,
+          async *handler(_args, { signal }) {
+            try {
+              yield 'early';
+              await untilAborted(signal).catch(() => undefined);
+              yield 'too late';
+              yield 'later still';
+            } finally {
+              closed = true;
+            }
+          },
+        }),
+      );
+      const events = await streamOf('slow', { text: 'x' });
+      expect(events).toEqual([{ type: 'partial', value: 'early' }, { type: 'outcome', outcome: expect.objectContaining({ code: 'TOOL_TIMEOUT' }) }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(closed).toBe(true);
+    });
+
+    it('stops pulling from an iterable that cannot be closed once the call is over', async () => {
+      let pulls = 0;
+      const endless: AsyncIterator<number> = {
+        next: () => new Promise((resolve) => setTimeout(() => resolve({ done: false, value: (pulls += 1) }), 5)),
+      };
+      registry.register(echo({ name: 'endless', timeoutMs: 30, handler: () => ({ [Symbol.asyncIterator]: () => endless }) }));
+      await expect(registry.call('endless', { text: 'x' })).resolves.toMatchObject({ code: 'TOOL_TIMEOUT' });
+      const pullsAtTimeout = pulls;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(pulls).toBeLessThanOrEqual(pullsAtTimeout + 1);
+    });
+
+    it('cancels the call when the subscriber leaves or the caller aborts', async () => {
+      const finished: string[] = [];
+      registry.register(
+        echo({
+          name: 'ticks',
+          timeoutMs: 5000,
+          async *handler({ text }, { signal }) {
+            try {
+              yield 'tick';
+              await untilAborted(signal);
+            } finally {
+              finished.push(text as string);
+            }
+          },
+        }),
+      );
+      const pieces: unknown[] = [];
+      const subscription = registry.stream('ticks', { text: 'unsubscribed' }).subscribe((event) => pieces.push(event));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      subscription.unsubscribe();
+
+      const caller = new AbortController();
+      const aborted = streamOf('ticks', { text: 'aborted' }, { signal: caller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      caller.abort();
+      expect((await aborted).at(-1)).toEqual({ type: 'outcome', outcome: expect.objectContaining({ message: expect.stringMatching(/cancelled/) }) });
+
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(pieces).toEqual([{ type: 'partial', value: 'tick' }]);
+      expect(finished.sort()).toEqual(['aborted', 'unsubscribed']);
     });
   });
 });

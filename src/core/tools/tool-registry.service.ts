@@ -3,6 +3,7 @@ import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
+import { textOfContent, ToolContentResult } from './tool-content';
 import {
   ToolCallContext,
   ToolCatalogueChange,
@@ -11,6 +12,8 @@ import {
   ToolFailureCode,
   ToolOutcome,
   ToolSpec,
+  ToolStreamEvent,
+  ToolSuccess,
 } from './tool-definition';
 import { ToolError } from './tool-error';
 import { toolNameProblem } from './tool-name';
@@ -25,6 +28,8 @@ export class ToolRegistrationError extends GatewayError {
 
 /** What the caller of {@link ToolRegistryService.call} may tell about the call. */
 export type ToolCallOptions = Partial<ToolCallContext>;
+
+type PartialResultListener = (value: unknown) => void;
 
 interface CatalogueEntry {
   tool: ToolDefinition;
@@ -135,11 +140,32 @@ export class ToolRegistryService implements OnModuleDestroy {
     return own.length === 0 ? shared : [...shared, ...own.map((e) => e.tool)];
   }
 
-  /** Looks the tool up as `options.connectionId` sees it, then runs it (see {@link invoke}). */
-  async call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
-    const entry = this.entry(name, options.connectionId);
-    if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
-    return this.run(entry, args, options);
+  /**
+   * Looks the tool up as `options.connectionId` sees it, then runs it. A streaming tool is
+   * drained: the outcome's value is its final result (what it returned, else its last piece).
+   */
+  call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
+    return this.invoke(name, args, options);
+  }
+
+  /**
+   * {@link call}, reporting each partial result of a streaming tool as it comes, then the
+   * outcome; the same validation, time limit and failures. The call starts on subscription;
+   * unsubscribing cancels it (its signal aborts and its generator is closed), so a protocol
+   * that drops a caller drops the call. Never errors.
+   */
+  stream(name: string, args: unknown, options: ToolCallOptions = {}): Observable<ToolStreamEvent> {
+    return new Observable<ToolStreamEvent>((subscriber) => {
+      const unsubscribed = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, unsubscribed.signal]) : unsubscribed.signal;
+      void this.invoke(name, args, { ...options, signal }, (value) => subscriber.next({ type: 'partial', value })).then(
+        (outcome) => {
+          subscriber.next({ type: 'outcome', outcome });
+          subscriber.complete();
+        },
+      );
+      return () => unsubscribed.abort();
+    });
   }
 
   /** Checks `args` against the tool's input schema; the readable problem, or `undefined`. */
@@ -153,7 +179,23 @@ export class ToolRegistryService implements OnModuleDestroy {
     this.changeStream.complete();
   }
 
-  private async run(entry: CatalogueEntry, rawArgs: unknown, options: ToolCallOptions): Promise<ToolOutcome> {
+  private async invoke(
+    name: string,
+    args: unknown,
+    options: ToolCallOptions,
+    onPartial?: PartialResultListener,
+  ): Promise<ToolOutcome> {
+    const entry = this.entry(name, options.connectionId);
+    if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
+    return this.run(entry, args, options, onPartial);
+  }
+
+  private async run(
+    entry: CatalogueEntry,
+    rawArgs: unknown,
+    options: ToolCallOptions,
+    onPartial?: PartialResultListener,
+  ): Promise<ToolOutcome> {
     const { tool } = entry;
     const started = performance.now();
     const args = rawArgs ?? {};
@@ -161,6 +203,7 @@ export class ToolRegistryService implements OnModuleDestroy {
     if (problem) {
       return failure('INVALID_TOOL_PARAMETERS', `Invalid arguments for tool "${tool.name}": ${problem}`, started);
     }
+    if (options.signal?.aborted) return cancelled(tool, started);
 
     const controller = new AbortController();
     const onCallerAbort = () => controller.abort(options.signal?.reason);
@@ -176,17 +219,14 @@ export class ToolRegistryService implements OnModuleDestroy {
     });
 
     try {
-      const running = Promise.resolve().then(() =>
-        tool.handler(args as Record<string, unknown>, { ...options, signal: controller.signal }),
-      );
+      const running = Promise.resolve()
+        .then(() => tool.handler(args as Record<string, unknown>, { ...options, signal: controller.signal }))
+        .then((result) => (isAsyncIterable(result) ? finalResultOf(result, controller.signal, onPartial) : result));
       // A handler that ignores the signal may still settle after its deadline; nobody awaits it then.
       running.catch(() => undefined);
-      const value = await Promise.race([running, deadline]);
-      return { ok: true, value, durationMs: performance.now() - started };
+      return success(await Promise.race([running, deadline]), started);
     } catch (error) {
-      if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) {
-        return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
-      }
+      if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
       return this.describeFailure(tool, error, started);
     } finally {
       clearTimeout(timer);
@@ -220,6 +260,42 @@ export class ToolRegistryService implements OnModuleDestroy {
   }
 }
 
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function'
+  );
+}
+
+/**
+ * Drains a streaming handler, passing each piece to `onPartial`, and resolves with its final
+ * result: what it returned, else the last piece it yielded. Once the call is over (time limit,
+ * cancellation) the iterator is closed, and whatever it still yields is dropped: no piece
+ * arrives after the outcome.
+ */
+async function finalResultOf(
+  pieces: AsyncIterable<unknown>,
+  signal: AbortSignal,
+  onPartial?: PartialResultListener,
+): Promise<unknown> {
+  const iterator = pieces[Symbol.asyncIterator]();
+  const close = () => void Promise.resolve(iterator.return?.()).catch(() => undefined);
+  signal.addEventListener('abort', close, { once: true });
+  let last: unknown;
+  try {
+    for (;;) {
+      const step = await iterator.next();
+      if (signal.aborted) return undefined;
+      if (step.done) return step.value !== undefined ? step.value : last;
+      last = step.value;
+      onPartial?.(last);
+    }
+  } finally {
+    signal.removeEventListener('abort', close);
+  }
+}
+
 function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return 'arguments must be a JSON object';
   return entry.validate(args);
@@ -235,6 +311,18 @@ const TOOL_FAILURE_CODES = new Set<string>([
 
 function isToolFailureCode(code: string): code is ToolFailureCode {
   return TOOL_FAILURE_CODES.has(code);
+}
+
+function cancelled(tool: ToolDefinition, started: number): ToolFailure {
+  return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
+}
+
+/** A handler's return value as a success; a {@link ToolContentResult} is unwrapped into its blocks and value. */
+function success(returned: unknown, started: number): ToolSuccess {
+  const durationMs = performance.now() - started;
+  if (!(returned instanceof ToolContentResult)) return { ok: true, value: returned, durationMs };
+  const { content, structuredContent } = returned;
+  return { ok: true, value: structuredContent ?? textOfContent(content), content, durationMs };
 }
 
 function failure(code: ToolFailureCode, message: string, started: number): ToolFailure {

@@ -16,7 +16,8 @@ export interface ToolMetadata extends ToolOptions {
  * `GatewayModule` is scanned at bootstrap, so users add tools by writing their own Nest module.
  * The method receives the validated arguments object and a {@link ToolCallContext}; it returns
  * any JSON value (or a promise of one) and throws {@link ToolError} for a failure the caller
- * should read.
+ * should read. An `async *` method streams: it yields partial results and returns the final one
+ * (see `ToolHandler`).
  *
  * @example
  * ```ts

@@ -1,0 +1,371 @@
+import type { Logger } from '@nestjs/common';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResult, ErrorCode, Implementation, McpError, Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { ToolContentResult } from '../core/tools/tool-content';
+import type { ToolSource } from '../core/tools/tool-definition';
+import { ToolError } from '../core/tools/tool-error';
+import type { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { retryDelayMs } from './backoff';
+import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
+import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
+import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
+import { openLink, refusesStreamableHttp, UpstreamLink } from './upstream-transport';
+
+/**
+ * - `connecting`: the first attempt is under way;
+ * - `connected`: its tools are in the catalogue;
+ * - `reconnecting`: an attempt after a failure or a loss is under way;
+ * - `failed`: the last attempt failed, or the connection was lost; the next is due at `next_retry_at`;
+ * - `disabled`: `"disabled": true` in the file.
+ */
+export type UpstreamState = 'connecting' | 'connected' | 'reconnecting' | 'failed' | 'disabled';
+
+/** One upstream on `/health`. */
+export interface UpstreamStatus {
+  state: UpstreamState;
+  transport: UpstreamTransport;
+  tools: number;
+  skipped_tools?: SkippedTool[];
+  /** Calls sent and not yet answered. */
+  calls_in_flight: number;
+  /** The stdio child's process id, while it runs. */
+  pid?: number;
+  connected_since?: string;
+  /** Attempts that failed since the last connection. */
+  failures: number;
+  last_error?: string;
+  next_retry_at?: string;
+}
+
+/** What every upstream connection shares: the catalogue and the gateway's timings. */
+export interface UpstreamContext {
+  registry: ToolRegistryService;
+  logger: Logger;
+  /** The gateway's name and version, announced to upstreams as the client's. */
+  clientInfo: Implementation;
+  pingIntervalMs: number;
+  retryMinMs: number;
+  retryMaxMs: number;
+}
+
+/** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
+const MAX_TOOL_PAGES = 100;
+
+const SDK_TIMEOUT_MARGIN_MS = 1000;
+
+/**
+ * One upstream MCP server, kept connected: its tools join the catalogue under source
+ * `mcp:<name>` while it is connected, follow its `tools/list_changed`, and are withdrawn the
+ * moment it goes away (the process exits, the connection closes, a ping or a call cannot reach
+ * it). It is then retried with exponential backoff, forever, at most `retryMaxMs` apart; a
+ * stdio server is started again. Every call ends in a result or a clean tool error.
+ */
+export class UpstreamConnection {
+  private state: UpstreamState;
+  private readonly source: ToolSource;
+  private readonly redact: (text: string) => string;
+  /** The client of the attempt under way or of the live connection. */
+  private client?: Client;
+  private link?: UpstreamLink;
+  /** Catalogue name -> the upstream's own name, which calls send. */
+  private upstreamNames = new Map<string, string>();
+  private skipped: SkippedTool[] = [];
+  private everConnected = false;
+  private failures = 0;
+  /** Where the backoff is: reset only by a connection that held, so a server that dies at once backs off too. */
+  private backoffStep = 0;
+  /** A `list_changed` came while the first listing was under way. */
+  private listStale = false;
+  private connectedSince?: number;
+  private lastError?: string;
+  private lastStderrLine?: string;
+  private nextRetryAt?: number;
+  private retryTimer?: NodeJS.Timeout;
+  private pingTimer?: NodeJS.Timeout;
+  private checkingAlive = false;
+  private callsInFlight = 0;
+  private refreshes: Promise<void> = Promise.resolve();
+  private refreshQueued = false;
+  private readonly closing = new Set<Promise<void>>();
+  private stopped = false;
+
+  constructor(
+    readonly server: UpstreamServerConfig,
+    private readonly context: UpstreamContext,
+  ) {
+    this.state = server.disabled ? 'disabled' : 'connecting';
+    this.source = `mcp:${server.name}`;
+    this.redact = redactorFor(server);
+  }
+
+  /** Starts connecting in the background; never waits and never throws. */
+  start(): void {
+    if (this.state !== 'disabled') void this.attempt();
+  }
+
+  /** Stops retrying and closes the connection; resolves once a stdio child has exited. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearTimeout(this.pingTimer);
+    this.release();
+    await Promise.all(this.closing);
+  }
+
+  status(): UpstreamStatus {
+    const tools = this.context.registry.list().filter((tool) => tool.source === this.source).length;
+    const iso = (time: number | undefined) => (time === undefined ? undefined : new Date(time).toISOString());
+    return {
+      state: this.state,
+      transport: this.link?.kind ?? this.server.transport,
+      tools,
+      ...(this.skipped.length > 0 && { skipped_tools: this.skipped }),
+      calls_in_flight: this.callsInFlight,
+      pid: this.link?.pid(),
+      connected_since: iso(this.connectedSince),
+      failures: this.failures,
+      last_error: this.lastError,
+      next_retry_at: iso(this.nextRetryAt),
+    };
+  }
+
+  private get connected(): boolean {
+    return this.state === 'connected';
+  }
+
+  private get label(): string {
+    return `MCP server "${this.server.name}"`;
+  }
+
+  private async attempt(): Promise<void> {
+    if (this.stopped) return;
+    this.state = this.everConnected || this.failures > 0 ? 'reconnecting' : 'connecting';
+    this.nextRetryAt = undefined;
+    this.lastStderrLine = undefined;
+    try {
+      const client = await this.connectClient();
+      this.listStale = false;
+      const tools = await this.listTools(client);
+      if (this.stopped) return;
+      this.state = 'connected';
+      this.connectedSince = Date.now();
+      this.failures = 0;
+      this.syncTools(tools);
+      if (this.listStale) this.queueRefresh(client);
+      const count = this.upstreamNames.size;
+      const how = `${this.link!.kind}, ${count} tool${count === 1 ? '' : 's'}`;
+      if (this.everConnected) this.context.logger.log(`${this.label} is back (${how})`);
+      else this.context.logger.log(`${this.label} connected (${how})`);
+      this.everConnected = true;
+      this.lastError = undefined;
+      this.schedulePing(client);
+    } catch (error) {
+      if (this.stopped) return;
+      this.release();
+      const stderr = this.server.transport === 'stdio' && this.lastStderrLine ? `; stderr: ${this.lastStderrLine}` : '';
+      this.retryLater(`could not connect: ${describeUpstreamError(error)}${stderr}`);
+    }
+  }
+
+  /** A client that has done `initialize`, over Streamable HTTP then SSE when the entry allows both. */
+  private async connectClient(): Promise<Client> {
+    const { server } = this;
+    try {
+      return await this.connectOver(server.transport);
+    } catch (error) {
+      if (server.transport !== 'streamable-http' || !server.sseFallback || !refusesStreamableHttp(error) || this.stopped) throw error;
+      this.release();
+      this.context.logger.debug(`${this.label} refused Streamable HTTP (${describeUpstreamError(error)}); trying SSE`);
+      return this.connectOver('sse');
+    }
+  }
+
+  private async connectOver(kind: UpstreamTransport): Promise<Client> {
+    const client = new Client(this.context.clientInfo, { capabilities: {} });
+    const link = openLink(this.server, kind, (line) => {
+      if (line.trim() === '') return;
+      this.lastStderrLine = brief(this.redact(line.trim()));
+      this.context.logger.debug(`${this.label} stderr: ${this.lastStderrLine}`);
+    });
+    this.client = client;
+    this.link = link;
+    client.onclose = () => this.lost(client, new Error('the connection closed'));
+    client.onerror = (error) => {
+      this.context.logger.debug(`${this.label}: ${this.redact(describeUpstreamError(error))}`);
+      void this.checkAlive(client);
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (this.connected) this.queueRefresh(client);
+      else this.listStale = true;
+    });
+    await client.connect(link.transport, { timeout: this.server.connectTimeoutMs });
+    return client;
+  }
+
+  private async listTools(client: Client): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.server.connectTimeoutMs });
+      tools.push(...result.tools);
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
+  }
+
+  /**
+   * Brings the catalogue in line with the upstream's list: tools it no longer offers, or offers
+   * differently, are removed; new ones added. A tool the catalogue refuses (its name is taken,
+   * its schema is not JSON Schema) is skipped and reported, the others still join.
+   */
+  private syncTools(tools: Tool[]): void {
+    const { registry } = this.context;
+    const { planned, skipped } = planTools(this.server.prefix, tools);
+    const wanted = new Map(planned.map((tool) => [tool.name, tool]));
+    const timeoutMs = this.server.callTimeoutMs;
+    const current = new Map(registry.list().filter((tool) => tool.source === this.source).map((tool) => [tool.name, tool]));
+    for (const [name, tool] of current) {
+      const next = wanted.get(name);
+      if (!next || !isSameTool(tool, next, timeoutMs)) {
+        registry.unregister(name);
+        current.delete(name);
+      }
+    }
+    this.upstreamNames = new Map();
+    this.skipped = skipped;
+    for (const tool of planned) {
+      if (!current.has(tool.name)) {
+        try {
+          registry.register({
+            name: tool.name,
+            description: tool.description,
+            inputSchema: tool.inputSchema,
+            outputSchema: tool.outputSchema,
+            timeoutMs,
+            source: this.source,
+            handler: (args, { signal }) => this.call(tool.name, args, signal),
+          });
+        } catch (error) {
+          this.skipped.push({ tool: tool.upstreamName, reason: (error as Error).message });
+          continue;
+        }
+      }
+      this.upstreamNames.set(tool.name, tool.upstreamName);
+    }
+    for (const { tool, reason } of this.skipped) this.context.logger.warn(`${this.label}: tool "${tool}" is not offered: ${reason}`);
+  }
+
+  /** Runs one catalogue call on the upstream; every failure becomes a clean tool error. */
+  private async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolContentResult> {
+    const client = this.client;
+    const upstreamName = this.upstreamNames.get(name);
+    if (!this.connected || !client || upstreamName === undefined) {
+      throw new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} is not connected; try again later`);
+    }
+    let result: CallToolResult;
+    this.callsInFlight += 1;
+    try {
+      // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
+      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS };
+      // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
+      result = (await client.callTool({ name: upstreamName, arguments: args }, undefined, options)) as CallToolResult;
+    } catch (error) {
+      throw this.callFailure(client, error, signal);
+    } finally {
+      this.callsInFlight -= 1;
+    }
+    if (result.isError) throw new ToolError(this.redact(errorText(result)) || `${this.label} reported a failure without a message`);
+    return toContentResult(result);
+  }
+
+  private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted) return error; // the registry's own timeout or the caller's cancellation
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+      return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
+    }
+    if (error instanceof McpError) return new ToolError(`${this.label}: ${this.redact(error.message)}`);
+    // Not an answer of the upstream's: the transport failed, so the connection is gone.
+    this.lost(client, error);
+    return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} cannot be reached: ${this.redact(describeUpstreamError(error))}`);
+  }
+
+  /** Re-reads the tool list after `list_changed`; notifications that arrive meanwhile make one more read. */
+  private queueRefresh(client: Client): void {
+    if (this.refreshQueued) return;
+    this.refreshQueued = true;
+    this.refreshes = this.refreshes.then(async () => {
+      this.refreshQueued = false;
+      if (client !== this.client || !this.connected) return;
+      try {
+        const tools = await this.listTools(client);
+        if (client === this.client && this.connected) this.syncTools(tools);
+      } catch (error) {
+        this.context.logger.warn(`${this.label}: could not re-read its tools: ${this.redact(describeUpstreamError(error))}`);
+        await this.checkAlive(client);
+      }
+    });
+  }
+
+  private schedulePing(client: Client): void {
+    if (this.context.pingIntervalMs === 0) return;
+    this.pingTimer = setTimeout(() => {
+      void this.checkAlive(client).then(() => {
+        if (client === this.client && this.connected) this.schedulePing(client);
+      });
+    }, this.context.pingIntervalMs);
+    this.pingTimer.unref();
+  }
+
+  /** Pings a connected upstream; no answer in time, or no way to send, means it is gone. */
+  private async checkAlive(client: Client): Promise<void> {
+    if (this.checkingAlive || client !== this.client || !this.connected) return;
+    this.checkingAlive = true;
+    try {
+      await client.ping({ timeout: this.server.connectTimeoutMs });
+    } catch (error) {
+      // An error answer still proves the server is there.
+      const answered = error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout;
+      if (!answered) this.lost(client, error);
+    } finally {
+      this.checkingAlive = false;
+    }
+  }
+
+  /** The live connection is gone: withdraw its tools, close what is left of it, and retry. */
+  private lost(client: Client, error: unknown): void {
+    if (client !== this.client || !this.connected || this.stopped) return;
+    const withdrawn = this.context.registry.unregisterSource(this.source);
+    this.upstreamNames.clear();
+    // A connection that held for a while starts the backoff afresh; one that keeps dying does not.
+    if (Date.now() - this.connectedSince! >= this.context.retryMaxMs) this.backoffStep = 0;
+    this.connectedSince = undefined;
+    this.release();
+    this.retryLater(`went away: ${describeUpstreamError(error)}; ${withdrawn} tool${withdrawn === 1 ? '' : 's'} withdrawn`);
+  }
+
+  private retryLater(problem: string): void {
+    // A lost connection is not a failed attempt; the backoff counts both.
+    if (this.state !== 'connected') this.failures += 1;
+    this.backoffStep += 1;
+    const delay = retryDelayMs(this.backoffStep, this.context.retryMinMs, this.context.retryMaxMs);
+    this.state = 'failed';
+    this.lastError = brief(this.redact(problem));
+    this.nextRetryAt = Date.now() + delay;
+    this.context.logger.warn(`${this.label} ${this.lastError}; next attempt in ${(delay / 1000).toFixed(1)} s`);
+    this.retryTimer = setTimeout(() => void this.attempt(), delay);
+    this.retryTimer.unref();
+  }
+
+  /** Forgets the current client and closes it; a stdio child is ended (stdin closed, then SIGTERM, then SIGKILL). */
+  private release(): void {
+    const client = this.client;
+    this.client = undefined;
+    clearTimeout(this.pingTimer);
+    if (!client) return;
+    const closing = client.close().catch(() => undefined);
+    this.closing.add(closing);
+    void closing.finally(() => this.closing.delete(closing));
+  }
+}

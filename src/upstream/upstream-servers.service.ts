@@ -1,0 +1,55 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { GATEWAY_VERSION } from '../core/version';
+import type { HealthReport } from '../health/health.service';
+import { UpstreamConnection } from './upstream-connection';
+import { UPSTREAM_SERVERS } from './upstream.constants';
+import type { UpstreamServerConfig } from './upstream-servers.config';
+
+/**
+ * The upstream MCP servers of `MCP_SERVERS_FILE`, each kept connected by an
+ * {@link UpstreamConnection}. They start connecting once the app has booted, all at once and
+ * in the background, so that no upstream delays start-up or another; they are closed (stdio
+ * children ended) when the app closes.
+ */
+@Injectable()
+export class UpstreamServersService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly connections: UpstreamConnection[];
+
+  constructor(
+    @Inject(UPSTREAM_SERVERS) servers: UpstreamServerConfig[],
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    registry: ToolRegistryService,
+  ) {
+    const { pingIntervalMs, retryMinMs, retryMaxMs } = config.mcp.upstream;
+    const context = {
+      registry,
+      logger: new Logger('McpUpstream'),
+      clientInfo: { name: config.mcp.serverName, version: GATEWAY_VERSION },
+      pingIntervalMs,
+      retryMinMs,
+      retryMaxMs,
+    };
+    this.connections = servers.map((server) => new UpstreamConnection(server, context));
+  }
+
+  get size(): number {
+    return this.connections.length;
+  }
+
+  onApplicationBootstrap(): void {
+    this.connections.forEach((connection) => connection.start());
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all(this.connections.map((connection) => connection.stop()));
+  }
+
+  /** For `/health`: `up` when every enabled upstream is connected, `degraded` otherwise (never critical). */
+  report(): HealthReport {
+    const servers = Object.fromEntries(this.connections.map((connection) => [connection.server.name, connection.status()]));
+    const waiting = Object.values(servers).some((status) => status.state !== 'connected' && status.state !== 'disabled');
+    return { state: waiting ? 'degraded' : 'up', servers };
+  }
+}

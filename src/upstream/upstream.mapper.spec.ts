@@ -1,0 +1,44 @@
+import { loadGatewayConfig } from '../config/gateway-config';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { errorText, isSameTool, planTools, toContentResult } from './upstream.mapper';
+
+describe('upstream tools in the catalogue', () => {
+  const sum = {
+    name: 'get-sum',
+    description: 'Adds',
+    inputSchema: { type: 'object' as const, properties: { a: { type: 'number' } } },
+    outputSchema: { type: 'object' as const, properties: { sum: { type: 'number' } } },
+  };
+
+  it('plans each tool with its valid name, upstream name, schemas and a description', () => {
+    const { planned, skipped } = planTools('math.', [sum, { name: 'nameless', title: 'Has only a title', inputSchema: { type: 'object' } }]);
+    expect(planned).toEqual([
+      { upstreamName: 'get-sum', name: 'math.get_sum', description: 'Adds', inputSchema: sum.inputSchema, outputSchema: sum.outputSchema },
+      { upstreamName: 'nameless', name: 'math.nameless', description: 'Has only a title', inputSchema: { type: 'object' } },
+    ]);
+    expect(skipped).toEqual([]);
+  });
+
+  it('leaves out tools that run only as MCP tasks, saying why', () => {
+    const { planned, skipped } = planTools('', [{ name: 'batch', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }]);
+    expect(planned).toEqual([]);
+    expect(skipped).toEqual([{ tool: 'batch', reason: expect.stringMatching(/MCP task/) }]);
+  });
+
+  it('knows when a listed tool is already in the catalogue as it is', () => {
+    const registry = new ToolRegistryService(loadGatewayConfig({}));
+    const [planned] = planTools('math.', [sum]).planned;
+    const tool = registry.register({ ...planned, timeoutMs: 5000, source: 'mcp:math', handler: () => 0 });
+    expect(isSameTool(tool, planned, 5000)).toBe(true);
+    expect(isSameTool(tool, planned, 6000)).toBe(false);
+    expect(isSameTool(tool, { ...planned, description: 'Sums' }, 5000)).toBe(false);
+    expect(isSameTool(tool, { ...planned, inputSchema: { type: 'object' } }, 5000)).toBe(false);
+    registry.onModuleDestroy();
+  });
+
+  it('keeps a result\'s blocks and structured content, and reads a failure\'s text', () => {
+    const result = toContentResult({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
+    expect(result).toMatchObject({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
+    expect(errorText({ content: [{ type: 'text', text: 'Overflow' }], isError: true })).toBe('Overflow');
+  });
+});

@@ -1,0 +1,64 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonSchema } from '../core/tools/json-schema';
+import { textOfContent, ToolContentResult } from '../core/tools/tool-content';
+import type { ToolContentBlock, ToolDefinition } from '../core/tools/tool-definition';
+import { catalogueNames } from './upstream-tool-names';
+
+/** An upstream tool as it joins the catalogue, with the name the upstream knows it by. */
+export interface PlannedTool {
+  upstreamName: string;
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+}
+
+/** An upstream tool the catalogue cannot offer, and why; shown on `/health`. */
+export interface SkippedTool {
+  tool: string;
+  reason: string;
+}
+
+/**
+ * An upstream's `tools/list` as catalogue entries: names made valid under the server's prefix
+ * (see upstream-tool-names.ts), schemas as the upstream gave them. A tool that only runs as an
+ * MCP task cannot be called with a plain `tools/call`, so it is left out.
+ */
+export function planTools(prefix: string, tools: readonly Tool[]): { planned: PlannedTool[]; skipped: SkippedTool[] } {
+  const callable = tools.filter((tool) => tool.execution?.taskSupport !== 'required');
+  const names = catalogueNames(
+    prefix,
+    callable.map((tool) => tool.name),
+  );
+  const planned = callable.map((tool) => ({
+    upstreamName: tool.name,
+    name: names.get(tool.name)!,
+    description: tool.description ?? tool.title ?? tool.annotations?.title ?? '',
+    inputSchema: tool.inputSchema as JsonSchema,
+    ...(tool.outputSchema && { outputSchema: tool.outputSchema as JsonSchema }),
+  }));
+  const skipped = tools
+    .filter((tool) => !callable.includes(tool))
+    .map((tool) => ({ tool: tool.name, reason: 'runs only as an MCP task, which the gateway does not call' }));
+  return { planned, skipped };
+}
+
+/** Whether the catalogue's tool already is `planned` (so a refreshed list leaves it alone). */
+export function isSameTool(tool: ToolDefinition, planned: PlannedTool, timeoutMs: number): boolean {
+  return (
+    tool.description === planned.description &&
+    tool.timeoutMs === timeoutMs &&
+    JSON.stringify(tool.inputSchema) === JSON.stringify(planned.inputSchema) &&
+    JSON.stringify(tool.outputSchema) === JSON.stringify(planned.outputSchema)
+  );
+}
+
+/** A successful `tools/call` result as the catalogue's content result, blocks and structured value untouched. */
+export function toContentResult(result: CallToolResult): ToolContentResult {
+  return new ToolContentResult(result.content as ToolContentBlock[], result.structuredContent);
+}
+
+/** The text of a failed (`isError`) result, which the upstream wrote for the caller to read. */
+export function errorText(result: CallToolResult): string {
+  return textOfContent(result.content as ToolContentBlock[]);
+}
