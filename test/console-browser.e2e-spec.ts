@@ -183,19 +183,18 @@ describe('web console in a real browser', () => {
     await shown(page, '.entry-note', /pong in \d+\.\d ms/);
   });
 
-  it('lists the catalogue with sources and schemas, and calls a tool through LiteMCP', async () => {
+  it('lists the catalogue with sources and schemas, and calls tools through LiteMCP and UTCP', async () => {
     const page = await openConsole();
     await page.click('[data-tab="catalogue"]');
     const calculator = page.locator('.tool[data-tool="calculator"]');
     await calculator.waitFor();
     expect(await calculator.locator('.badge').first().textContent()).toBe('module');
     expect(await page.locator('.tool[data-tool="get_weather"] .badge').first().textContent()).toBe('builtin');
-    await calculator.locator('summary').click();
+    await calculator.locator('summary').first().click();
     expect(await calculator.locator('pre').first().textContent()).toContain('"required": [');
     await calculator.locator('textarea').fill('{"a": 6, "b": 7, "operation": "multiply"}');
     await calculator.locator('button[type="submit"]').click();
     expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="true"]', 'HTTP 200')).toContain('number: 42');
-    await screenshot(page, 'console-catalogue');
 
     await calculator.locator('textarea').fill('{"a": 1, "b": 0, "operation": "divide"}');
     await calculator.locator('button[type="submit"]').click();
@@ -203,6 +202,28 @@ describe('web console in a real browser', () => {
     await calculator.locator('textarea').fill('{"a": "six"}');
     await calculator.locator('button[type="submit"]').click();
     expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'HTTP 400')).toContain('Argument "a" must be number');
+
+    await calculator.locator('select').selectOption('UTCP');
+    await calculator.locator('textarea').fill('{"a": 6, "b": 7, "operation": "multiply"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="true"]', 'UTCP: result')).toContain('result: 42');
+    await calculator.locator('textarea').fill('{"a": 1, "b": 0, "operation": "divide"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'UTCP: error TOOL_EXECUTION_FAILED')).toContain(
+      'TOOL_EXECUTION_FAILED: Division by zero',
+    );
+
+    const countdown = page.locator('.tool[data-tool="countdown"]');
+    await countdown.locator('summary').first().click();
+    await countdown.locator('select').selectOption('UTCP');
+    await countdown.locator('textarea').fill('{"seconds": 0.3, "interval": 0.1, "label": "tea"}');
+    await countdown.locator('button[type="submit"]').click();
+    const streamed = await shown(page, '.tool[data-tool="countdown"] .call-result[data-ok="true"]', 'UTCP: result');
+    expect(streamed.match(/partial: \{[^}]*"label":"tea"/g)).toHaveLength(3);
+    expect(streamed).toMatch(/result: \{[^}]*"done":true/);
+    await calculator.locator('summary').first().click();
+    await countdown.scrollIntoViewIfNeeded();
+    await screenshot(page, 'console-catalogue');
 
     await page.fill('#catalogue-filter', 'roleplay');
     expect(await page.locator('.tool').evaluateAll((items: any[]) => items.map((item) => item.dataset.tool))).toEqual([

@@ -13,6 +13,11 @@ import { meaningOf } from './error-codes.js';
 /** LiteMCP's version, sent with every call. */
 const LITEMCP_VERSION = [1, 0, 0];
 
+/** Extra time a UTCP call gets beyond the tool's own limit, for the gateway's TOOL_TIMEOUT to come first. */
+const UTCP_GRACE_MS = 5000;
+
+let utcpCalls = 0;
+
 /**
  * LiteMCP takes positional strings in the order of the schema's properties: strings as they
  * are, anything else as JSON; an empty string skips a parameter that is not a string.
@@ -46,6 +51,49 @@ const CALLERS = {
       body,
     };
   },
+
+  /**
+   * UTCP 0.1 over WebSocket at `/utcp` (token in the query, as browsers must): one `call`,
+   * answered by a `result` (after `partial` ones for a streaming tool such as `countdown`) or an
+   * `error` with its code. Arguments travel as the JSON they are.
+   */
+  UTCP: (tool, args, gateway) =>
+    new Promise((resolve, reject) => {
+      const url = new URL('/utcp', gateway.origin.replace(/^http/, 'ws'));
+      if (gateway.token) url.searchParams.set('token', gateway.token);
+      const id = `console-${++utcpCalls}`;
+      /** @type {any[]} */
+      const frames = [];
+      const socket = new WebSocket(url);
+      /** @param {CallAnswer | Error} outcome */
+      const finish = (outcome) => {
+        clearTimeout(limit);
+        socket.onclose = null;
+        socket.close();
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      const limitMs = tool.timeoutMs + UTCP_GRACE_MS;
+      const limit = setTimeout(() => finish(new Error(`No UTCP answer within ${limitMs} ms`)), limitMs);
+      socket.onopen = () => socket.send(JSON.stringify({ type: 'call', id, tool: tool.name, params: args }));
+      socket.onclose = (event) =>
+        finish(new Error(`The UTCP connection closed before an answer (${event.code}${event.code === 1006 ? ': unreachable, or the token was refused' : ''})`));
+      socket.onmessage = (event) => {
+        const frame = JSON.parse(event.data);
+        if (frame.id !== id) return;
+        frames.push(frame);
+        if (frame.type === 'result' && frame.partial) return;
+        const pieces = frames
+          .filter((piece) => piece.type === 'result')
+          .map((piece) => `${piece.partial ? 'partial' : 'result'}: ${JSON.stringify(piece.result)}`);
+        if (frame.type === 'result') {
+          finish({ ok: true, status: 'result', items: pieces, body: frames });
+        } else {
+          const { code, message } = frame.error ?? {};
+          finish({ ok: false, status: `error ${code}`, items: [...pieces, `${code}: ${message}`, meaningOf(code)].filter(Boolean), body: frames });
+        }
+      };
+    }),
 };
 
 /**
@@ -68,7 +116,7 @@ function argumentsTemplate(tool) {
 
 /**
  * The catalogue view: every shared tool (`GET /tools`) with its source and schemas, and a form
- * that calls it through LiteMCP's HTTP transport and shows the result.
+ * that calls it through LiteMCP's HTTP transport or UTCP's WebSocket provider and shows the result.
  * @param {() => Gateway} gateway where to read the catalogue and call tools, with which token
  */
 export function setupCatalogue(gateway) {
