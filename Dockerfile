@@ -7,6 +7,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
+COPY packages/client-sdk ./packages/client-sdk
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: production dependencies, compiled code and data files only, as a non-root user ---
@@ -17,6 +18,8 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
+# The client SDK's browser build, served to the web console.
+COPY --from=build --chown=node:node /app/packages/client-sdk/dist ./packages/client-sdk/dist
 COPY --chown=node:node package.json ./
 COPY --chown=node:node data ./data
 USER node

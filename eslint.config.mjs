@@ -17,7 +17,12 @@ export default tseslint.config(
   },
   {
     // Tests read arbitrary frames off the wire; typing each one would only restate the assertions.
-    files: ['test/**/*.ts', 'src/**/*.spec.ts'],
+    files: ['test/**/*.ts', 'src/**/*.spec.ts', 'packages/*/test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The web console runs in the browser as native ES modules.
+    files: ['src/console/public/**/*.js'],
+    languageOptions: { globals: { ...globals.browser }, sourceType: 'module' },
   },
 );

@@ -1,7 +1,8 @@
 /**
- * One suite, two projects: unit specs beside the code, e2e specs in test/ that boot the real
- * app on port 0. `npm test` runs both; `--selectProjects unit|e2e` runs one. Specs are
- * transpiled without type-checking (tsconfig.spec.json); `npm run typecheck` checks types.
+ * One suite, three projects: unit specs beside the code, the client SDK's specs
+ * (packages/client-sdk/test, against a scripted server), and e2e specs in test/ that boot the
+ * real app on port 0. `npm test` runs them all; `--selectProjects unit|sdk|e2e` runs one. Specs
+ * are transpiled without type-checking (tsconfig.spec.json); `npm run typecheck` checks types.
  */
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
@@ -10,12 +11,15 @@ const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],
   testEnvironment: 'node',
   transform,
+  // The SDK is ESM and imports its modules as './x.js'; under ts-jest they are the .ts files.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
 };
 
 module.exports = {
   testTimeout: 30000,
   projects: [
     { ...common, displayName: 'unit', rootDir: 'src', testRegex: '.*\\.spec\\.ts$' },
+    { ...common, displayName: 'sdk', rootDir: 'packages/client-sdk', roots: ['<rootDir>/test'], testRegex: '.*\\.spec\\.ts$' },
     {
       ...common,
       displayName: 'e2e',

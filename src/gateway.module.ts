@@ -19,6 +19,8 @@ import { SESSION_STORE } from './core/session/session-store';
 import { SessionService } from './core/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
+import { CatalogueModule } from './catalogue/catalogue.module';
+import { ConsoleModule } from './console/console.module';
 import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions } from './gateway-module.options';
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
@@ -67,6 +69,8 @@ const SHARED_CORE = [
     McpModule,
     UtcpModule,
     UpstreamModule,
+    CatalogueModule,
+    ConsoleModule,
   ],
   providers: [
     {

@@ -50,6 +50,12 @@ describe('gateway configuration', () => {
     expect(config.server.logFormat).toBe('text');
   });
 
+  it('serves the web console unless CONSOLE_ENABLED is false', () => {
+    expect(loadGatewayConfig({}).console.enabled).toBe(true);
+    expect(loadGatewayConfig({ CONSOLE_ENABLED: 'false' }).console.enabled).toBe(false);
+    expect(() => loadGatewayConfig({ CONSOLE_ENABLED: 'sometimes' })).toThrow(/CONSOLE_ENABLED/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadGatewayConfig({ LLM_API_KEY: '', CLOUD_PORT: '' }).server.port).toBe(9400);
   });

@@ -353,6 +353,12 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1)
   CLIENT_TOOL_RESULT_QUEUE_SIZE = 10;
+
+  // --- web console ---
+  /** Serves the web test console at `/` and `/console`; `false` turns it into a 404 (production). */
+  @BooleanFromEnv()
+  @IsBoolean()
+  CONSOLE_ENABLED = true;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */

@@ -83,6 +83,7 @@ export interface GatewayConfig {
     };
   };
   clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
+  console: { enabled: boolean };
 }
 
 const ORDERED_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
@@ -197,6 +198,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       timeoutMs: seconds(env.CLIENT_TOOL_TIMEOUT),
       resultQueueSize: env.CLIENT_TOOL_RESULT_QUEUE_SIZE,
     },
+    console: { enabled: env.CONSOLE_ENABLED },
   };
 }
 

@@ -1,0 +1,48 @@
+import { Controller, Get, NotFoundException, Param, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { CONSOLE_PAGE, ConsoleAssets } from './console-assets';
+import { ConsoleEnabledGuard } from './console-enabled.guard';
+
+/**
+ * What the page may load: its own files, WebSockets to any gateway the user names (the URL
+ * field), nothing inline. Tool descriptions and frames are shown as text, never as HTML.
+ */
+const PAGE_POLICY = [
+  "default-src 'self'",
+  "connect-src 'self' ws: wss:",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * The web test console: the page at `GET /` and `GET /console`, its files under `/console/`.
+ * WebSocket upgrades to `/` never get here: the WebSocket adapter takes them to the LLM gateway.
+ * The files are public (they hold no data); what the page reads needs the token it is given.
+ */
+@Controller()
+@UseGuards(ConsoleEnabledGuard)
+export class ConsoleController {
+  constructor(private readonly assets: ConsoleAssets) {}
+
+  @Get(['', 'console'])
+  page(@Res() response: Response): void {
+    response.setHeader('Content-Security-Policy', PAGE_POLICY);
+    response.setHeader('Referrer-Policy', 'no-referrer');
+    this.send(response, CONSOLE_PAGE);
+  }
+
+  @Get('console/*path')
+  asset(@Param('path') path: string[], @Res() response: Response): void {
+    this.send(response, path.join('/'));
+  }
+
+  private send(response: Response, path: string): void {
+    const file = this.assets.fileAt(path);
+    if (!file) throw new NotFoundException(`No console file at /console/${path}`);
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    response.setHeader('Cache-Control', 'no-cache');
+    response.sendFile(file);
+  }
+}

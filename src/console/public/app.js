@@ -1,0 +1,138 @@
+import { LlmGatewayClient } from './sdk/index.js';
+import { setupCatalogue } from './catalogue.js';
+import { setupChat } from './chat.js';
+import { setupDeviceTools } from './device-tools.js';
+import { $, bearer, httpOriginOf } from './dom.js';
+import { meaningOf } from './error-codes.js';
+import { setupFrameLog } from './frame-log.js';
+
+/**
+ * @typedef {import('./sdk/index.js').LlmGatewayClient} Client
+ * @typedef {import('./sdk/index.js').ClientTool} ClientTool
+ * @typedef {import('./sdk/index.js').LlmGatewayClientEvents} Events
+ * @typedef {<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void) => void} Listen
+ * @typedef {{connected(client: Client, listen: Listen): void, disconnected(): void}} ViewLifecycle
+ */
+
+/**
+ * The web test console: one connection to the LLM gateway at a time (through the client SDK,
+ * the browser build the gateway serves at /console/sdk/), shared by the views.
+ */
+
+/** Reconnections the console tries before it gives up and says so. */
+const RECONNECT_ATTEMPTS = 8;
+
+const STATE_TEXT = {
+  idle: 'Not connected',
+  connecting: 'Connecting…',
+  open: 'Connected',
+  reconnecting: 'Reconnecting…',
+  closing: 'Closing…',
+  closed: 'Not connected',
+};
+
+const form = $('#connection');
+const urlInput = $('#gateway-url');
+const tokenInput = $('#token');
+const stateOutput = $('#connection-state');
+const problem = $('#connection-problem');
+const disconnectButton = $('#disconnect');
+
+urlInput.value = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
+
+/** Where the views read and call tools: the HTTP side of the gateway the URL names. */
+const gateway = () => ({ origin: httpOriginOf(urlInput.value), token: tokenInput.value.trim() });
+
+const catalogue = setupCatalogue(gateway);
+/** @type {ViewLifecycle[]} */
+const views = [setupChat(), setupDeviceTools(), setupFrameLog()];
+
+/** @type {Client | undefined} */
+let client;
+/** @type {(() => void)[]} */
+let unsubscribe = [];
+
+/** @param {string} state */
+function showState(state) {
+  stateOutput.dataset.state = state;
+  stateOutput.textContent = STATE_TEXT[/** @type {keyof typeof STATE_TEXT} */ (state)] ?? state;
+  disconnectButton.hidden = state === 'idle' || state === 'closed';
+  if (state === 'closed') views.forEach((view) => view.disconnected());
+}
+
+/** @param {string} [text] */
+function showProblem(text) {
+  problem.textContent = text ?? '';
+  problem.hidden = !text;
+}
+
+async function disconnect() {
+  const current = client;
+  client = undefined;
+  await current?.close();
+  unsubscribe.forEach((remove) => remove());
+  unsubscribe = [];
+  views.forEach((view) => view.disconnected());
+  showState('idle');
+}
+
+/**
+ * Browsers hide why a WebSocket upgrade failed; the catalogue route has the same bearer check,
+ * so its status tells a refused token from an unreachable gateway.
+ */
+async function whyRefused() {
+  const { origin, token } = gateway();
+  try {
+    const response = await fetch(`${origin}/tools`, { headers: bearer(token) });
+    if (response.status === 401) return `UNAUTHORIZED (HTTP 401): ${meaningOf('UNAUTHORIZED')}`;
+    if (response.status === 403) return `FORBIDDEN (HTTP 403): ${meaningOf('FORBIDDEN')}`;
+  } catch {
+    // the gateway is not reachable over HTTP either; the connection error says enough
+  }
+  return undefined;
+}
+
+async function connect() {
+  await disconnect();
+  showProblem();
+  let next;
+  try {
+    next = new LlmGatewayClient({ url: urlInput.value, token: tokenInput.value.trim(), reconnect: { maxAttempts: RECONNECT_ATTEMPTS } });
+  } catch (error) {
+    showProblem(/** @type {Error} */ (error).message);
+    return;
+  }
+  client = next;
+  /** @type {Listen} */
+  const listen = (type, listener) => unsubscribe.push(next.on(type, listener));
+  listen('state', showState);
+  views.forEach((view) => view.connected(next, listen));
+  try {
+    await next.connect();
+    void catalogue.load();
+  } catch (error) {
+    if (client !== next) return;
+    const { code, message } = /** @type {any} */ (error);
+    showProblem([message, meaningOf(code), await whyRefused()].filter(Boolean).join(' '));
+  }
+}
+
+form.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
+  event.preventDefault();
+  void connect();
+});
+disconnectButton.addEventListener('click', () => void disconnect());
+
+for (const tab of document.querySelectorAll('[data-tab]')) {
+  tab.addEventListener('click', () => {
+    const name = /** @type {HTMLElement} */ (tab).dataset.tab;
+    document.querySelectorAll('[data-tab]').forEach((other) => other.setAttribute('aria-selected', String(other === tab)));
+    document.querySelectorAll('[data-view]').forEach((view) => {
+      /** @type {HTMLElement} */ (view).hidden = /** @type {HTMLElement} */ (view).dataset.view !== name;
+    });
+    document.body.dataset.tab = name;
+    if (name === 'catalogue') void catalogue.load();
+  });
+}
+document.body.dataset.tab = 'chat';
+document.body.dataset.ready = 'true';

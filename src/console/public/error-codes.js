@@ -1,0 +1,34 @@
+/**
+ * What each error code means to someone at the console, with what to check. The gateway's codes
+ * are those of the LLM gateway spec (README, "Errors"); the client's are the SDK's own.
+ * @type {Record<string, string>}
+ */
+const MEANINGS = {
+  INVALID_MESSAGE: 'The gateway could not read a request: not JSON, a missing or invalid field, or an unknown or expired call_id.',
+  UNKNOWN_MESSAGE_TYPE: 'The request has a type the protocol does not define.',
+  SESSION_ERROR: 'The session does not exist, has expired or belongs to another token, or the session store failed.',
+  LLM_ERROR: 'The model server failed (an HTTP error, unreachable, a broken stream): check LLM_BASE_URL and the model server.',
+  TIMEOUT: 'The model did not answer within LLM_TIMEOUT.',
+  TOOL_RESULT_TIMEOUT: 'A device tool did not answer within CLIENT_TOOL_TIMEOUT, so the turn ended.',
+  TOOL_REGISTRATION_FAILED: 'The tool was refused: a name against the rule or already taken, too many tools, or client tools turned off.',
+  INVALID_TOOL_PARAMETERS: 'The schema is not a JSON Schema of an object, or the arguments break the tool\'s schema.',
+  TOOL_NOT_FOUND: 'The model called a tool that does not exist.',
+  TOOL_EXECUTION_FAILED: 'The tool ran and failed, or ran past its time limit; the model was told why.',
+  INTERNAL_ERROR: 'Something unexpected failed in the gateway; its log has the details.',
+  UNAUTHORIZED: 'The gateway needs a token: enter one of its AUTH_TOKENS.',
+  FORBIDDEN: 'The gateway refused this token.',
+  NOT_FOUND: 'The gateway has nothing at that path.',
+  TOOL_UNAVAILABLE: 'The tool\'s upstream server cannot be reached right now.',
+  TOOL_TIMEOUT: 'The tool ran past its time limit.',
+  CONNECT_FAILED: 'No connection: the gateway is unreachable, refused the token, or gave no session.',
+  NOT_CONNECTED: 'Connect first.',
+  CONNECTION_LOST: 'The connection dropped while the request was on its way; it may or may not have run.',
+  RECONNECT_FAILED: 'The connection dropped and could not be restored.',
+  CLIENT_CLOSED: 'The connection was closed.',
+  PING_TIMEOUT: 'No pong came back in time.',
+  NO_ANSWER: 'The turn ended without an answer.',
+  INVALID_INPUT: 'The console refused the value before sending it.',
+};
+
+/** @param {string} code */
+export const meaningOf = (code) => MEANINGS[code] ?? '';

@@ -1,0 +1,254 @@
+import { join } from 'path';
+import type { Page } from 'playwright-core';
+import { ARTIFACTS_DIR, launchChromium, TestBrowser } from './support/browser';
+import { LlmStack, startLlmStack } from './support/llm-stack';
+import { toolResults } from './support/scripted-llm';
+
+const TOKEN = 'console-token';
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 900 };
+
+/**
+ * The web console in headless Chromium against the real gateway and a scripted model: what a
+ * person at the page sees. One screenshot per main view goes to test-artifacts/.
+ */
+describe('web console in a real browser', () => {
+  let stack: LlmStack;
+  let browser: TestBrowser;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    stack = await startLlmStack({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 2 });
+    browser = await launchChromium().catch(async (error: unknown) => {
+      await stack.close();
+      throw error;
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  beforeEach(() => stack.llm.reset());
+
+  afterEach(async () => {
+    await Promise.all((browser?.context.pages() ?? []).map((page) => page.close()));
+    expect(pageErrors).toEqual([]);
+  });
+
+  /** A console page, connected with `token`; waits until the page says so. */
+  async function openConsole(token = TOKEN, viewport = DESKTOP): Promise<Page> {
+    const page = await browser.context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.setViewportSize(viewport);
+    await page.goto(stack.gateway.http('/'));
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.fill('#token', token);
+    await page.click('#connect');
+    if (token === TOKEN) await page.waitForSelector('#connection-state[data-state="open"]');
+    return page;
+  }
+
+  async function say(page: Page, text: string): Promise<void> {
+    await page.fill('#chat-input', text);
+    await page.press('#chat-input', 'Enter');
+  }
+
+  /** Waits for an element of `selector` that contains `text`; returns its text. */
+  async function shown(page: Page, selector: string, text: string | RegExp): Promise<string> {
+    const element = page.locator(selector, { hasText: text }).last();
+    await element.waitFor({ timeout: 10_000 });
+    return (await element.textContent()) ?? '';
+  }
+
+  const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS_DIR, `${name}.png`) });
+
+  it('connects with a token, holds a conversation and logs every frame with its time and direction', async () => {
+    const page = await openConsole();
+    const sessionId = await page.textContent('#session-id');
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    await shown(page, '.entry-note', `Connected: session ${sessionId}`);
+
+    await say(page, 'hello');
+    await shown(page, '.entry-assistant', 'You said: hello');
+    expect(await page.locator('.entry-user').last().textContent()).toBe('hello');
+
+    await page.waitForSelector('#frames li[data-direction="in"][data-type="status"]:last-child');
+    const frames = await page.locator('#frames li').evaluateAll((items: any[]) =>
+      items.map((item) => `${item.dataset.direction}:${item.dataset.type}:${item.querySelector('.direction')?.textContent}`),
+    );
+    expect(frames).toEqual(['in:status:←', 'out:text_input:→', 'in:status:←', 'in:llm_response:←', 'in:status:←']);
+    expect(await page.locator('#frames li time').first().textContent()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
+    await page.click('#frames li[data-type="llm_response"] summary');
+    expect(await page.textContent('#frames li[data-type="llm_response"] pre')).toContain('"content": "You said: hello"');
+    await screenshot(page, 'console-chat');
+  });
+
+  it('registers a device tool that the model then calls, and answers with the JSON on the page', async () => {
+    const page = await openConsole();
+    await page.click('[data-tab="tools"]');
+    const battery = page.locator('.device-tool').first();
+    await battery.locator('textarea[aria-label="Answer (JSON)"]').fill('{"level": 42, "charging": true}');
+    await page.click('#device-tool-add');
+    await page.locator('.device-tool').nth(1).locator('input[aria-label="Name"]').fill('1bad');
+    await page.click('#device-tools-register');
+    await battery.locator('.tool-status[data-state="registered"]').waitFor();
+    const refused = await shown(page, '.device-tool .tool-status[data-state="failed"]', 'TOOL_REGISTRATION_FAILED');
+    expect(refused).toMatch(/must start with a letter/);
+    await screenshot(page, 'console-device-tools');
+
+    stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
+      text: `Battery at ${toolResults(request).b.level}%, ${toolResults(request).b.charging ? 'charging' : 'not charging'}`,
+    }));
+    await page.click('[data-tab="chat"]');
+    await say(page, 'How is my battery?');
+    await shown(page, '.entry-assistant', 'Battery at 42%, charging');
+    expect(await shown(page, '.entry-tool.device', 'get_battery')).toContain('→ {"level":42,"charging":true}');
+    await page.waitForSelector('#frames li[data-direction="out"][data-type="tool_result"]');
+
+    await page.click('[data-tab="tools"]');
+    await battery.locator('input[type="checkbox"]').check();
+    await page.click('[data-tab="chat"]');
+    stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
+      text: `The device said: ${toolResults(request).b.error.message}`,
+    }));
+    await say(page, 'And now?');
+    await shown(page, '.entry-assistant', 'The device said: The device is busy');
+    expect(await shown(page, '.entry-tool.device.failed', 'get_battery')).toContain('→ failed: The device is busy');
+  });
+
+  it('shows every kind of error with its code and what it means', async () => {
+    const page = await openConsole();
+    stack.llm.reply({ fault: 'http500' });
+    await say(page, 'hello');
+    expect(await shown(page, '.entry-error', 'LLM_ERROR')).toMatch(/check LLM_BASE_URL/);
+
+    stack.llm.reply({ toolCalls: [{ id: 'd', name: 'calculator', arguments: { a: 1, b: 0, operation: 'divide' } }] }, { text: 'Cannot divide by zero.' });
+    await say(page, '1 / 0?');
+    expect(await shown(page, '.entry-tool.failed', 'Server tool calculator')).toContain('TOOL_EXECUTION_FAILED Division by zero');
+    await shown(page, '.entry-assistant', 'Cannot divide by zero.');
+
+    await page.click('[data-tab="tools"]');
+    await page.locator('.device-tool input[aria-label="Delay (ms)"]').first().fill('5000');
+    await page.click('#device-tools-register');
+    await page.locator('.device-tool .tool-status[data-state="registered"]').first().waitFor();
+    await page.click('[data-tab="chat"]');
+    stack.llm.reply({ toolCalls: [{ name: 'get_battery', arguments: {} }] });
+    await say(page, 'battery?');
+    expect(await shown(page, '.entry-error', 'TOOL_RESULT_TIMEOUT')).toMatch(/did not answer within CLIENT_TOOL_TIMEOUT/);
+
+    await page.fill('#session-resume input', 'no-such-session');
+    await page.click('#session-resume button');
+    expect(await shown(page, '.entry-error', 'SESSION_ERROR')).toContain('no-such-session');
+
+    await page.fill('#settings input[name="temperature"]', '1.5');
+    await page.click('#settings button');
+    expect(await shown(page, '#settings-result.problem', /./)).toBe('temperature must be a number from 0 to 1');
+  });
+
+  it('explains a refused token', async () => {
+    const page = await openConsole('wrong-token');
+    const problem = await shown(page, '#connection-problem', 'CONNECT_FAILED');
+    expect(problem).toContain('FORBIDDEN (HTTP 403): The gateway refused this token.');
+    expect(await page.getAttribute('#connection-state', 'data-state')).toBe('closed');
+  });
+
+  it('applies settings and starts, ends and resumes sessions', async () => {
+    const page = await openConsole();
+    await page.fill('#settings input[name="temperature"]', '0.2');
+    await page.fill('#settings input[name="max_tokens"]', '64');
+    await page.check('#settings input[name="enable_context"]');
+    await page.click('#settings button');
+    await shown(page, '#settings-result', 'Sent');
+    await say(page, 'remember me');
+    await shown(page, '.entry-assistant', 'You said: remember me');
+    expect(stack.llm.requests.at(-1)).toMatchObject({ temperature: 0.2, max_tokens: 64 });
+
+    const first = (await page.textContent('#session-id'))!;
+    await page.click('#session-end');
+    await shown(page, '.entry-note', 'Session ended; new session');
+    const second = (await page.textContent('#session-id'))!;
+    expect(second).not.toBe(first);
+    // A session left without a single exchange is deleted, so give this one something to keep.
+    await say(page, 'in the second session');
+    await shown(page, '.entry-assistant', 'You said: in the second session');
+    await page.click('#session-new');
+    await shown(page, '.entry-note', 'New session');
+    await page.fill('#session-resume input', second);
+    await page.click('#session-resume button');
+    await shown(page, '.entry-note', `Resumed session ${second}`);
+    expect(await page.textContent('#session-id')).toBe(second);
+    await page.click('#ping');
+    await shown(page, '.entry-note', /pong in \d+\.\d ms/);
+  });
+
+  it('lists the catalogue with sources and schemas, and calls tools through LiteMCP and UTCP', async () => {
+    const page = await openConsole();
+    await page.click('[data-tab="catalogue"]');
+    const calculator = page.locator('.tool[data-tool="calculator"]');
+    await calculator.waitFor();
+    expect(await calculator.locator('.badge').first().textContent()).toBe('module');
+    expect(await page.locator('.tool[data-tool="get_weather"] .badge').first().textContent()).toBe('builtin');
+    await calculator.locator('summary').first().click();
+    expect(await calculator.locator('pre').first().textContent()).toContain('"required": [');
+    await calculator.locator('textarea').fill('{"a": 6, "b": 7, "operation": "multiply"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="true"]', 'HTTP 200')).toContain('number: 42');
+
+    await calculator.locator('textarea').fill('{"a": 1, "b": 0, "operation": "divide"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'HTTP 200')).toContain('text: Division by zero');
+    await calculator.locator('textarea').fill('{"a": "six"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'HTTP 400')).toContain('Argument "a" must be number');
+
+    await calculator.locator('select').selectOption('UTCP');
+    await calculator.locator('textarea').fill('{"a": 6, "b": 7, "operation": "multiply"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="true"]', 'UTCP: result')).toContain('result: 42');
+    await calculator.locator('textarea').fill('{"a": 1, "b": 0, "operation": "divide"}');
+    await calculator.locator('button[type="submit"]').click();
+    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'UTCP: error TOOL_EXECUTION_FAILED')).toContain(
+      'TOOL_EXECUTION_FAILED: Division by zero',
+    );
+
+    const countdown = page.locator('.tool[data-tool="countdown"]');
+    await countdown.locator('summary').first().click();
+    await countdown.locator('select').selectOption('UTCP');
+    await countdown.locator('textarea').fill('{"seconds": 0.3, "interval": 0.1, "label": "tea"}');
+    await countdown.locator('button[type="submit"]').click();
+    const streamed = await shown(page, '.tool[data-tool="countdown"] .call-result[data-ok="true"]', 'UTCP: result');
+    expect(streamed.match(/partial: \{[^}]*"label":"tea"/g)).toHaveLength(3);
+    expect(streamed).toMatch(/result: \{[^}]*"done":true/);
+    await calculator.locator('summary').first().click();
+    await countdown.scrollIntoViewIfNeeded();
+    await screenshot(page, 'console-catalogue');
+
+    await page.fill('#catalogue-filter', 'roleplay');
+    expect(await page.locator('.tool').evaluateAll((items: any[]) => items.map((item) => item.dataset.tool))).toEqual([
+      'enter_roleplay_mode',
+      'exit_roleplay_mode',
+      'get_roleplay_status',
+    ]);
+  });
+
+  it('fits a phone screen: one view at a time, the frame log a tab away', async () => {
+    const page = await openConsole(TOKEN, PHONE);
+    await say(page, 'hi from a phone');
+    await shown(page, '.entry-assistant', 'You said: hi from a phone');
+    const overflow = await page.evaluate(() => {
+      const { scrollWidth, clientWidth } = (globalThis as any).document.documentElement;
+      return scrollWidth - clientWidth;
+    });
+    expect(overflow).toBe(0);
+    expect(await page.isVisible('#view-frames')).toBe(false);
+    await screenshot(page, 'console-chat-phone');
+
+    await page.click('[data-tab="frames"]');
+    expect(await page.isVisible('#view-frames')).toBe(true);
+    expect(await page.isVisible('#view-chat')).toBe(false);
+    await page.waitForSelector('#frames li[data-type="llm_response"]');
+    await screenshot(page, 'console-frames-phone');
+  });
+});
