@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', 'packages/*/dist/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', 'packages/*/dist/', 'dist-bench/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -16,8 +16,8 @@ export default tseslint.config(
     },
   },
   {
-    // Tests read arbitrary frames off the wire; typing each one would only restate the assertions.
-    files: ['test/**/*.ts', 'src/**/*.spec.ts', 'packages/*/test/**/*.ts'],
+    // Tests and benchmarks read arbitrary frames off the wire; typing each one would only restate the assertions.
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'src/**/*.spec.ts', 'packages/*/test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {

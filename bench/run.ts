@@ -1,0 +1,40 @@
+import { benchIdleConnections } from './suites/idle-connections';
+import { benchLlmTurn } from './suites/llm-turn';
+import { benchPeer } from './suites/peer';
+import { benchToolCalls } from './suites/tool-calls';
+
+/**
+ * `npm run bench`: every figure of BENCHMARKS.md, one JSON line each on stdout. `--smoke` runs
+ * each suite for a moment with small counts (what the test suite does, to keep the scripts
+ * working); `--only=<suite>[,<suite>]` runs some of them.
+ */
+const SUITES = {
+  'tool-calls': (smoke: boolean) =>
+    benchToolCalls({
+      connections: [1, 50],
+      bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
+    }),
+  'llm-turn': (smoke: boolean) => benchLlmTurn({ warmupTurns: smoke ? 5 : 200, turns: smoke ? 20 : 2000 }),
+  idle: (smoke: boolean) => benchIdleConnections({ connections: smoke ? 200 : 10_000 }),
+  peer: (smoke: boolean) =>
+    benchPeer({
+      connections: [1, 50],
+      bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
+    }),
+};
+type SuiteName = keyof typeof SUITES;
+
+async function main(): Promise<void> {
+  const smoke = process.argv.includes('--smoke');
+  const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+  const unknown = only?.filter((name) => !(name in SUITES));
+  if (unknown?.length) throw new Error(`Unknown suite ${unknown.join(', ')}; choose from ${Object.keys(SUITES).join(', ')}`);
+  for (const name of Object.keys(SUITES) as SuiteName[]) {
+    if (!only || only.includes(name)) await SUITES[name](smoke);
+  }
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`bench failed: ${error.stack ?? error}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,35 @@
+import { join } from 'path';
+import { BENCH_BUILD, PROJECT_ROOT, ServerSpec } from './processes';
+
+/** The bearer token every server of the bench is started with: auth stays on, as in production. */
+export const BENCH_TOKEN = 'bench-token-0123456789';
+
+/**
+ * The gateway as users start it (`node dist/main.js`), on loopback, with auth on and its JSON
+ * logs at WARN (request logs would measure the terminal). In-memory sessions; the limits that
+ * would refuse the bench's connections raised.
+ */
+export function gatewayServer(port: number, env: Record<string, string> = {}): ServerSpec {
+  return {
+    name: 'gateway',
+    args: [join(PROJECT_ROOT, 'dist', 'main.js')],
+    env: {
+      CLOUD_HOST: '127.0.0.1',
+      CLOUD_PORT: String(port),
+      MCP_WS_PORT: '0',
+      AUTH_TOKENS: BENCH_TOKEN,
+      CLOUD_LOG_LEVEL: 'WARN',
+      REDIS_URL: '',
+      MCP_SERVERS_FILE: '',
+      CLOUD_MAX_CONNECTIONS: '1000',
+      MCP_WS_MAX_CONNECTIONS: '1000',
+      LLM_BASE_URL: 'http://127.0.0.1:9/v1/',
+      ...env,
+    },
+  };
+}
+
+/** The baseline: a bare `ws` server answering the same frames (servers/bare-ws-server.ts). */
+export function bareWsServer(): ServerSpec {
+  return { name: 'bare ws', args: [join(BENCH_BUILD, 'servers', 'bare-ws-server.js')], env: { BENCH_TOKEN } };
+}
