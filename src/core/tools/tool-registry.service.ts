@@ -31,6 +31,11 @@ export type ToolCallOptions = Partial<ToolCallContext>;
 
 type PartialResultListener = (value: unknown) => void;
 
+/** Filled in by a running call: how {@link ToolRegistryService.stream} stops it when its subscriber leaves. */
+interface Cancellation {
+  cancel?: () => void;
+}
+
 interface CatalogueEntry {
   tool: ToolDefinition;
   validate: ArgumentsValidator;
@@ -156,15 +161,19 @@ export class ToolRegistryService implements OnModuleDestroy {
    */
   stream(name: string, args: unknown, options: ToolCallOptions = {}): Observable<ToolStreamEvent> {
     return new Observable<ToolStreamEvent>((subscriber) => {
-      const unsubscribed = new AbortController();
-      const signal = options.signal ? AbortSignal.any([options.signal, unsubscribed.signal]) : unsubscribed.signal;
-      void this.invoke(name, args, { ...options, signal }, (value) => subscriber.next({ type: 'partial', value })).then(
+      const cancellation: Cancellation = {};
+      let over = false;
+      void this.invoke(name, args, options, (value) => subscriber.next({ type: 'partial', value }), cancellation).then(
         (outcome) => {
+          over = true;
           subscriber.next({ type: 'outcome', outcome });
           subscriber.complete();
         },
       );
-      return () => unsubscribed.abort();
+      // Aborting builds a DOMException and runs the listeners: worth it only for a call still running.
+      return () => {
+        if (!over) cancellation.cancel?.();
+      };
     });
   }
 
@@ -184,10 +193,11 @@ export class ToolRegistryService implements OnModuleDestroy {
     args: unknown,
     options: ToolCallOptions,
     onPartial?: PartialResultListener,
+    cancellation?: Cancellation,
   ): Promise<ToolOutcome> {
     const entry = this.entry(name, options.connectionId);
     if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
-    return this.run(entry, args, options, onPartial);
+    return this.run(entry, args, options, onPartial, cancellation);
   }
 
   private async run(
@@ -195,6 +205,7 @@ export class ToolRegistryService implements OnModuleDestroy {
     rawArgs: unknown,
     options: ToolCallOptions,
     onPartial?: PartialResultListener,
+    cancellation?: Cancellation,
   ): Promise<ToolOutcome> {
     const { tool } = entry;
     const started = performance.now();
@@ -205,18 +216,24 @@ export class ToolRegistryService implements OnModuleDestroy {
     }
     if (options.signal?.aborted) return cancelled(tool, started);
 
+    // One controller and one promise per call: the handler's signal, and what ends the race
+    // early (the time limit, the caller going away).
     const controller = new AbortController();
-    const onCallerAbort = () => controller.abort(options.signal?.reason);
-    options.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const signal = new ToolTimeoutSignal();
-        controller.abort(signal);
-        reject(signal);
-      }, tool.timeoutMs);
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    let interrupt!: (reason: unknown) => void;
+    const interrupted = new Promise<never>((_, reject) => {
+      interrupt = (reason) => {
+        controller.abort(reason);
+        reject(reason);
+      };
     });
+    let cancelledByCaller = false;
+    const cancel = () => {
+      cancelledByCaller = true;
+      interrupt(options.signal?.reason ?? new DOMException('The caller went away', 'AbortError'));
+    };
+    options.signal?.addEventListener('abort', cancel, { once: true });
+    if (cancellation) cancellation.cancel = cancel;
+    const timer = setTimeout(() => interrupt(new ToolTimeoutSignal()), tool.timeoutMs);
 
     try {
       const running = Promise.resolve()
@@ -224,13 +241,13 @@ export class ToolRegistryService implements OnModuleDestroy {
         .then((result) => (isAsyncIterable(result) ? finalResultOf(result, controller.signal, onPartial) : result));
       // A handler that ignores the signal may still settle after its deadline; nobody awaits it then.
       running.catch(() => undefined);
-      return success(await Promise.race([running, deadline]), started);
+      return success(await Promise.race([running, interrupted]), started);
     } catch (error) {
-      if (options.signal?.aborted && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
+      if (cancelledByCaller && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
       return this.describeFailure(tool, error, started);
     } finally {
       clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onCallerAbort);
+      options.signal?.removeEventListener('abort', cancel);
     }
   }
 
