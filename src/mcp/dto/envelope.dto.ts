@@ -1,7 +1,7 @@
-import { ValidationPipe } from '@nestjs/common';
 import { IsNumber, IsObject, IsOptional, IsString } from 'class-validator';
 import { describeValidationErrors } from '../../core/validation/validation-message';
 import { EnvelopeError, EnvelopeErrorCode } from '../websocket/envelope';
+import { JsonValidationPipe } from '../../core/validation/json-validation.pipe';
 
 /** The fields every client envelope may carry (section 2.1); `type` routed it here. */
 export class EnvelopeDto {
@@ -46,7 +46,7 @@ export class CloseEnvelopeDto extends EnvelopeDto {
 }
 
 /** Validates client envelopes; a failure is -32600 "Invalid Request" naming every bad field. */
-export const envelopeValidationPipe = new ValidationPipe({
+export const envelopeValidationPipe = new JsonValidationPipe({
   transform: true,
   forbidUnknownValues: false,
   exceptionFactory: (errors) =>
