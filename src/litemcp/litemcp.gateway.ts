@@ -1,4 +1,4 @@
-import { UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
+import { UseFilters, UseGuards } from '@nestjs/common';
 import { ConnectedSocket, MessageBody, SubscribeMessage } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
@@ -7,7 +7,7 @@ import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-par
 import { connectionOf } from '../core/ws/gateway-connection';
 import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
 import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
-import { DuplicateIdInterceptor } from './duplicate-id.interceptor';
+import { DuplicateIdGuard } from './duplicate-id.guard';
 import { LiteMcpCallFrameDto, LiteMcpGetFrameDto } from './dto/litemcp-frame.dto';
 import { LiteMcpWsExceptionFilter } from './litemcp-ws-exception.filter';
 import { infoFrame, resultFrame } from './litemcp-frame';
@@ -25,8 +25,7 @@ import { LiteMcpService } from './litemcp.service';
   upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard],
   oversizedFrames: 'answer',
 })
-@UseGuards(BearerAuthGuard)
-@UseInterceptors(DuplicateIdInterceptor)
+@UseGuards(BearerAuthGuard, DuplicateIdGuard)
 @UseFilters(LiteMcpWsExceptionFilter)
 export class LiteMcpGateway {
   constructor(private readonly liteMcp: LiteMcpService) {}

@@ -1,6 +1,6 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
-import { DuplicateIdInterceptor } from './duplicate-id.interceptor';
+import { DuplicateIdGuard } from './duplicate-id.guard';
 import { LiteMcpController } from './litemcp.controller';
 import { LiteMcpGateway } from './litemcp.gateway';
 import { failedCallResult } from './litemcp.mapper';
@@ -10,7 +10,7 @@ import { LiteMcpService } from './litemcp.service';
 /** LiteMCP over WebSocket and HTTP at `/litemcp/<tool>`; stdio lives in `./stdio`. */
 @Module({
   controllers: [LiteMcpController],
-  providers: [LiteMcpService, LiteMcpGateway, LiteMcpToolPathGuard, DuplicateIdInterceptor],
+  providers: [LiteMcpService, LiteMcpGateway, LiteMcpToolPathGuard, DuplicateIdGuard],
   exports: [LiteMcpService],
 })
 export class LiteMcpModule implements OnModuleInit {
