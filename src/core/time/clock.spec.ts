@@ -19,6 +19,14 @@ describe('zonedTime', () => {
     expect(zonedTime(moment, 'Asia/Kolkata').utc_offset).toBe('+05:30');
   });
 
+  it('reads every zone right while many zones take turns (the formatters kept are bounded)', () => {
+    const zones = Intl.supportedValuesOf('timeZone').slice(0, 80);
+    const first = zones.map((zone) => zonedTime(moment, zone).iso);
+    expect(zones.map((zone) => zonedTime(moment, zone).iso)).toEqual(first);
+    expect(zonedTime(moment, 'Asia/Shanghai').iso).toBe('2026-11-21T18:30:05+08:00');
+    expect(zonedTime(moment, 'America/New_York').iso).toBe('2026-11-21T05:30:05-05:00');
+  });
+
   it('throws for an unknown zone', () => {
     expect(() => zonedTime(moment, 'Mars/Olympus')).toThrow(RangeError);
     expect(isKnownTimeZone('Mars/Olympus')).toBe(false);
