@@ -1,8 +1,243 @@
+import { ChatRequest, lastUserText, ScriptedLlm, ScriptedReply, toolResults } from '../../test/support/scripted-llm';
+import { expectAnswer, FrameSocket } from '../support/frame-socket';
+import { ServerProcess } from '../support/processes';
+import { BENCH_TOKEN, gatewayServer } from '../support/servers';
+import { elapsedMs, emit, ratio, round, summarise } from '../support/stats';
+import { withServer } from './tool-calls';
+
 export interface LlmTurnOptions {
   warmupTurns: number;
   turns: number;
 }
 
-export async function benchLlmTurn(_options: LlmTurnOptions): Promise<void> {
-  throw new Error('llm-turn: not written yet');
+const AUTH = { Authorization: `Bearer ${BENCH_TOKEN}` };
+
+/** Longest a single turn (gateway or direct) may take before the bench gives up on it. */
+const TURN_TIMEOUT_MS = 10_000;
+
+/** The device tool of the tool turn, registered by the bench's client. */
+const LIGHT_TOOL = {
+  name: 'device_light_set',
+  description: 'Turns the device light on or off, at a brightness',
+  parameters: {
+    type: 'object',
+    properties: {
+      on: { type: 'boolean', description: 'Whether the light is on' },
+      brightness: { type: 'integer', minimum: 0, maximum: 100, description: 'Brightness, percent' },
+    },
+    required: ['on'],
+    additionalProperties: false,
+  },
+};
+const LIGHT_ARGUMENTS = { on: true, brightness: 40 };
+const LIGHT_RESULT = { on: true, brightness: 40 };
+
+const PLAIN_PROMPT = 'Say something short';
+const PLAIN_ANSWER = 'Here is something short to say out loud.';
+const TOOL_PROMPT = 'Add two and three, and turn the light on';
+
+/** The answer of the tool turn's second model call, built from the results the gateway fed back. */
+const toolAnswer = (sum: unknown, light: unknown) => `The sum is ${sum} and the light answered ${JSON.stringify(light)}`;
+
+/**
+ * The scripted model, a pure function of the request so that neither queue order nor the
+ * direct re-posts can change what it answers: the plain prompt gets text; the tool prompt gets
+ * one round calling the server's calculator and the device's light together, then, once the
+ * request carries their results, text made of those results.
+ */
+function model(request: ChatRequest): ScriptedReply {
+  if (lastUserText(request) === PLAIN_PROMPT) return { text: PLAIN_ANSWER };
+  const results = toolResults(request);
+  if ('calc' in results || 'light' in results) return { text: toolAnswer(results.calc, results.light) };
+  return {
+    toolCalls: [
+      { id: 'calc', name: 'calculator', arguments: { a: 2, b: 3 } },
+      { id: 'light', name: LIGHT_TOOL.name, arguments: LIGHT_ARGUMENTS },
+    ],
+  };
+}
+
+/** One kind of turn: what the client says, and how it answers and checks the frames before `llm_response`. */
+interface TurnKind {
+  name: 'plain' | 'server_and_client_tool';
+  prompt: string;
+  answer: string;
+  /** Model calls the gateway makes per turn; each is re-posted once for the direct time. */
+  modelCalls: number;
+  /** Checks one frame that arrives before `llm_response`, answering it when it asks for an answer. */
+  onFrame(frame: any, socket: FrameSocket): void;
+  checkResponse(frame: any): boolean;
+  /** What the gateway time holds besides the model calls, for the reader of the figure. */
+  note?: string;
+}
+
+const isStatus = (frame: any, ...statuses: string[]) => frame.type === 'status' && statuses.includes(frame.status);
+
+const TURNS: TurnKind[] = [
+  {
+    name: 'plain',
+    prompt: PLAIN_PROMPT,
+    answer: PLAIN_ANSWER,
+    modelCalls: 1,
+    onFrame: (frame) => expectAnswer(isStatus(frame, 'processing'), frame, 'a plain turn'),
+    checkResponse: (frame) => frame.tool_calls?.length === 0,
+  },
+  {
+    name: 'server_and_client_tool',
+    prompt: TOOL_PROMPT,
+    answer: toolAnswer(5, LIGHT_RESULT),
+    modelCalls: 2,
+    onFrame(frame, socket) {
+      if (frame.type === 'tool_call') {
+        expectAnswer(frame.tool_name === 'calculator' && frame.success === true && frame.result === 5, frame, 'the calculator call');
+      } else if (frame.type === 'tool_callback') {
+        expectAnswer(frame.tool_name === LIGHT_TOOL.name && frame.arguments?.on === true, frame, 'the device tool call');
+        socket.send({ type: 'tool_result', call_id: frame.call_id, success: true, result: LIGHT_RESULT });
+      } else {
+        expectAnswer(isStatus(frame, 'processing', 'waiting_for_tools'), frame, 'a tool turn');
+      }
+    },
+    checkResponse: (frame) =>
+      frame.tool_calls?.length === 2 &&
+      frame.tool_calls.some((call: any) => call.name === 'calculator' && call.location === 'server' && call.success) &&
+      frame.tool_calls.some((call: any) => call.name === LIGHT_TOOL.name && call.location === 'client' && call.success),
+    note: 'gateway time includes one WebSocket round trip to the device (tool_callback, tool_result); direct time has none',
+  },
+];
+
+/** Rejects with `what` when `promise` takes longer than `ms`: a stalled turn must fail, not hang the bench. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Empties the scripted server's record and queues the model for every request it may get next. */
+function arm(llm: ScriptedLlm): void {
+  llm.reset();
+  llm.reply(...Array.from({ length: 8 }, () => model));
+}
+
+/**
+ * One turn through the gateway: milliseconds from sending `text_input` to receiving
+ * `llm_response`, every frame checked. The `status idle` that ends the turn is awaited, untimed.
+ */
+async function gatewayTurn(socket: FrameSocket, kind: TurnKind): Promise<number> {
+  const start = process.hrtime.bigint();
+  socket.send({ type: 'text_input', text: kind.prompt });
+  let frame = await socket.next();
+  while (frame.type !== 'llm_response') {
+    kind.onFrame(frame, socket);
+    frame = await socket.next();
+  }
+  const ms = elapsedMs(start);
+  expectAnswer(frame.content === kind.answer && frame.is_final === true && kind.checkResponse(frame), frame, `a ${kind.name} turn`);
+  const idle = await socket.next();
+  expectAnswer(isStatus(idle, 'idle'), idle, `the end of a ${kind.name} turn`);
+  return ms;
+}
+
+/**
+ * The same model calls fetched straight from the scripted server: each request body the
+ * gateway sent, re-posted in order and its stream read to the end. The sum is what the turn
+ * costs without the gateway.
+ */
+async function directTurn(llm: ScriptedLlm, bodies: string[]): Promise<number> {
+  const start = process.hrtime.bigint();
+  for (const body of bodies) {
+    const response = await fetch(`${llm.baseUrl}chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const text = await response.text();
+    expectAnswer(response.ok && text.endsWith('data: [DONE]\n\n'), { status: response.status, text: text.slice(-200) }, 'a direct completion');
+  }
+  return elapsedMs(start);
+}
+
+/** A gateway turn then the same completions direct, alternating so both see the same machine. */
+async function pairedTurn(llm: ScriptedLlm, socket: FrameSocket, kind: TurnKind): Promise<{ gateway: number; direct: number }> {
+  arm(llm);
+  const gateway = await within(gatewayTurn(socket, kind), TURN_TIMEOUT_MS, `A ${kind.name} turn through the gateway`);
+  const bodies = llm.requests.map(({ headers: _headers, ...body }) => JSON.stringify(body));
+  expectAnswer(bodies.length === kind.modelCalls, { requests: bodies.length }, `the model calls of a ${kind.name} turn`);
+  arm(llm);
+  const direct = await within(directTurn(llm, bodies), TURN_TIMEOUT_MS, `The direct completions of a ${kind.name} turn`);
+  return { gateway, direct };
+}
+
+/**
+ * Warms up, then times `turns` paired turns. The gateway's CPU per turn leaves out the cost of
+ * reading it (the probe's full garbage collections), measured by reading it twice in a row.
+ */
+async function measureTurns(server: ServerProcess, llm: ScriptedLlm, socket: FrameSocket, kind: TurnKind, options: LlmTurnOptions) {
+  for (let turn = 0; turn < options.warmupTurns; turn++) await pairedTurn(llm, socket, kind);
+  const probed = (await server.usage()).cpuMicros;
+  const cpuBefore = (await server.usage()).cpuMicros;
+  const probeCost = cpuBefore - probed;
+  const gatewayMs: number[] = [];
+  const directMs: number[] = [];
+  const pairedMs: number[] = [];
+  for (let turn = 0; turn < options.turns; turn++) {
+    const { gateway, direct } = await pairedTurn(llm, socket, kind);
+    gatewayMs.push(gateway);
+    directMs.push(direct);
+    pairedMs.push(gateway - direct);
+  }
+  const cpuUsed = (await server.usage()).cpuMicros - cpuBefore - probeCost;
+  return { gateway: summarise(gatewayMs), direct: summarise(directMs), paired: summarise(pairedMs), cpuUsPerTurn: round(cpuUsed / options.turns, 1) };
+}
+
+/**
+ * LLM turn overhead: the time to `llm_response` through the gateway (auth, validation, session,
+ * system prompt, the `openai` client's streaming, speech cleaning) minus the time of the very
+ * same completions fetched directly from the same zero-delay scripted OpenAI-compatible server,
+ * turn by turn on one connection. `overhead` is the difference of the percentiles (the issue's
+ * figure); `overhead.paired_*` are percentiles of the per-turn differences.
+ */
+export async function benchLlmTurn(options: LlmTurnOptions): Promise<void> {
+  const llm = await ScriptedLlm.start();
+  try {
+    const env = { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: '0', LLM_TIMEOUT: String(TURN_TIMEOUT_MS / 1000), LOCATION_PROVIDER_URL: 'off' };
+    await withServer(
+      (port) => gatewayServer(port, env),
+      async (server) => {
+        const socket = await FrameSocket.open(`ws://127.0.0.1:${server.port}/`, { headers: AUTH });
+        try {
+          const greeting = await within(socket.next(), TURN_TIMEOUT_MS, 'The greeting');
+          expectAnswer(isStatus(greeting, 'connected'), greeting, 'the connection');
+          for (const kind of TURNS) {
+            if (kind.name === 'server_and_client_tool') {
+              const registered = await within(socket.exchange({ type: 'register_tools', tools: [LIGHT_TOOL] }), TURN_TIMEOUT_MS, 'register_tools');
+              expectAnswer(registered.type === 'tools_registered' && registered.count === 1, registered, 'register_tools');
+            }
+            const figures = await measureTurns(server, llm, socket, kind, options);
+            emit({
+              figure: 'llm_turn_overhead',
+              turn: kind.name,
+              turns: options.turns,
+              model_calls_per_turn: kind.modelCalls,
+              gateway: { p50_ms: figures.gateway.p50_ms, p99_ms: figures.gateway.p99_ms },
+              direct: { p50_ms: figures.direct.p50_ms, p99_ms: figures.direct.p99_ms },
+              overhead: {
+                p50_ms: round(figures.gateway.p50_ms - figures.direct.p50_ms),
+                p99_ms: round(figures.gateway.p99_ms - figures.direct.p99_ms),
+                paired_p50_ms: figures.paired.p50_ms,
+                paired_p99_ms: figures.paired.p99_ms,
+              },
+              ratio: { p50: ratio(figures.gateway.p50_ms, figures.direct.p50_ms) },
+              gateway_cpu_us_per_turn: figures.cpuUsPerTurn,
+              ...(kind.note && { note: kind.note }),
+              target: { max_overhead_p50_ms: 2, met: figures.gateway.p50_ms - figures.direct.p50_ms < 2 },
+            });
+          }
+        } finally {
+          socket.close();
+        }
+      },
+    );
+  } finally {
+    await llm.close();
+  }
 }

@@ -7,12 +7,13 @@ export const BENCH_TOKEN = 'bench-token-0123456789';
 /**
  * The gateway as users start it (`node dist/main.js`), on loopback, with auth on and its JSON
  * logs at WARN (request logs would measure the terminal). In-memory sessions; the limits that
- * would refuse the bench's connections raised.
+ * would refuse the bench's connections raised. `BENCH_GATEWAY_MAIN` points at another build's
+ * `main.js`, to measure an older commit against the same baseline (BENCHMARKS.md, before/after).
  */
 export function gatewayServer(port: number, env: Record<string, string> = {}): ServerSpec {
   return {
     name: 'gateway',
-    args: [join(PROJECT_ROOT, 'dist', 'main.js')],
+    args: [process.env.BENCH_GATEWAY_MAIN ?? join(PROJECT_ROOT, 'dist', 'main.js')],
     env: {
       CLOUD_HOST: '127.0.0.1',
       CLOUD_PORT: String(port),
