@@ -9,7 +9,7 @@ import { expectAnswer } from '../support/frame-socket';
 import { BENCH_BUILD, PROJECT_ROOT, ServerProcess, ServerSpec } from '../support/processes';
 import { BENCH_TOKEN, gatewayServer } from '../support/servers';
 import { emit, ratio } from '../support/stats';
-import { measureThroughput, ThroughputFigures, withServer } from './tool-calls';
+import { measureThroughput, ProtocolClient, ThroughputFigures, withServer } from './tool-calls';
 
 export interface PeerOptions {
   connections: number[];
@@ -17,9 +17,6 @@ export interface PeerOptions {
 }
 
 const PEER_NAME = 'supergateway 4.0.0';
-
-/** A client as `measureThroughput` drives it; tool-calls.ts keeps its interface to itself. */
-type ProtocolClient = Parameters<typeof measureThroughput>[1];
 
 /** Long enough for any loaded call, short enough that a lost answer fails the run instead of hanging it. */
 const CALL_TIMEOUT_MS = 10_000;

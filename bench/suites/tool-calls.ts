@@ -5,7 +5,7 @@ import { BENCH_TOKEN, bareWsServer, gatewayServer } from '../support/servers';
 import { emit, ratio, round, summarise } from '../support/stats';
 
 /** How a client of one protocol connects, and the one tool call it repeats: calculator(2, 3). */
-interface ProtocolClient {
+export interface ProtocolClient {
   name: string;
   connect(port: number): Promise<{ call(id: number): Promise<void>; close(): void }>;
 }
