@@ -1,4 +1,4 @@
-import { UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
+import { UseFilters, UseGuards } from '@nestjs/common';
 import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, SubscribeMessage } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
@@ -17,13 +17,13 @@ import { MCP_PATH, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
 import { CLIENT_ENVELOPE_TYPES, EnvelopeError, EnvelopeErrorCode } from './websocket/envelope';
 import { McpSocketSessions } from './websocket/mcp-socket-sessions.service';
 import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
-import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
 
 /**
  * MCP over WebSocket at `/mcp` (and on the dedicated listener, `MCP_WS_PORT`). A client that
- * offers the `mcp` subprotocol speaks plain JSON-RPC frames and shows its token at the upgrade
- * (see `PlainFrameInterceptor`); any other client speaks the spec's envelope, routed here by
- * its `type`: `auth` first, then `message`, `pong` and `close`, each only once authenticated.
+ * offers the `mcp` subprotocol speaks plain JSON-RPC frames and shows its token at the upgrade;
+ * its frames go straight to its session (`McpSocketSessions.open`), not through these handlers.
+ * Any other client speaks the spec's envelope, routed here by its `type`: `auth` first, then
+ * `message`, `pong` and `close`, each only once authenticated.
  * Failures are answered by `McpWsExceptionFilter` in the client's vocabulary.
  */
 @ProtocolGateway({
@@ -32,7 +32,6 @@ import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
   handleProtocols: (protocols) => (protocols.has(PLAIN_MCP_SUBPROTOCOL) ? PLAIN_MCP_SUBPROTOCOL : false),
   oversizedFrames: 'answer',
 })
-@UseInterceptors(PlainFrameInterceptor)
 @UseFilters(McpWsExceptionFilter)
 export class McpGateway implements OnGatewayConnection, OnGatewayDisconnect {
   constructor(private readonly sessions: McpSocketSessions) {}

@@ -18,7 +18,6 @@ import { McpGateway } from './mcp.gateway';
 import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
 import { McpSocketSessions } from './websocket/mcp-socket-sessions.service';
 import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
-import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
 
 /**
  * MCP at `/mcp`: the spec's envelope and plain frames over WebSocket, Streamable HTTP, and the
@@ -37,7 +36,6 @@ import { PlainFrameInterceptor } from './websocket/plain-frame.interceptor';
     McpEnabledGuard,
     McpConnectionLimitGuard,
     McpWsExceptionFilter,
-    PlainFrameInterceptor,
   ],
 })
 export class McpModule implements OnModuleInit {

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'http';
 import type { WebSocket } from 'ws';
+import type { ParsedFrame } from './frame-parser';
 
 /**
  * What the gateway knows about one WebSocket connection, from the upgrade onwards: its id, the
@@ -14,6 +15,12 @@ export interface GatewayConnection {
   readonly request: IncomingMessage;
   /** The authenticated principal; `undefined` until a guard or an auth frame sets it. */
   principal?: string;
+  /**
+   * Set (in `handleConnection`) by a protocol whose frames are not routed by their `type`, such
+   * as plain MCP's JSON-RPC: the adapter hands it every parsed frame instead of a
+   * `@SubscribeMessage` handler, so such frames skip Nest's per-frame pipeline altogether.
+   */
+  receiveFrame?: (frame: ParsedFrame) => void;
 }
 
 const connections = new WeakMap<WebSocket, GatewayConnection>();

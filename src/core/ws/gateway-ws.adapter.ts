@@ -11,7 +11,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { DrainService } from '../lifecycle/drain.service';
 import { FrameEvent, parseFrame } from './frame-parser';
-import { attachConnection, GatewayConnection } from './gateway-connection';
+import { attachConnection, connectionOf, GatewayConnection } from './gateway-connection';
 import { OVERSIZED_FRAME_CEILING, ProtocolGatewayOptions } from './protocol-gateway.decorator';
 import { UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
 
@@ -92,9 +92,18 @@ export class GatewayWsAdapter extends WsAdapter {
     const handlersByEvent = new Map(handlers.map((handler) => [handler.message as string, handler]));
     const limit = this.routeOfSocket.get(client)?.softLimitBytes;
     const running = new Set<Subscription>();
+    const connection = connectionOf(client);
 
     client.on('message', (raw: Buffer, isBinary: boolean) => {
       const frame = parseFrame(isBinary ? raw : raw.toString('utf8'), limit);
+      if (connection.receiveFrame) {
+        try {
+          connection.receiveFrame(frame);
+        } catch (error) {
+          this.logger.error(`Frame receiver of ${connection.route} threw: ${(error as Error)?.stack}`);
+        }
+        return;
+      }
       const handler =
         handlersByEvent.get(frame.event) ??
         (frame.event.startsWith('#') ? undefined : handlersByEvent.get(FrameEvent.UNKNOWN_TYPE));

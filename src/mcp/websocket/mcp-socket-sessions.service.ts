@@ -30,23 +30,20 @@ export class McpSocketSessions implements BeforeApplicationShutdown {
 
   open(socket: WebSocket): void {
     const connection = connectionOf(socket);
-    const session =
-      socket.protocol === PLAIN_MCP_SUBPROTOCOL
-        ? new PlainSession(socket, connection, this.context)
-        : new EnvelopeSession(socket, connection, this.context);
-    this.sessions.set(socket, session);
+    if (socket.protocol === PLAIN_MCP_SUBPROTOCOL) {
+      const session = new PlainSession(socket, connection, this.context);
+      // Every frame is a JSON-RPC message for the transport, whatever `type` it may carry.
+      connection.receiveFrame = (frame) => session.receive(frame.event, frame.data);
+      this.sessions.set(socket, session);
+    } else {
+      this.sessions.set(socket, new EnvelopeSession(socket, connection, this.context));
+    }
   }
 
   async closed(socket: WebSocket): Promise<void> {
     const session = this.sessions.get(socket);
     this.sessions.delete(socket);
     await session?.dispose();
-  }
-
-  /** The plain session of `socket`, if it is one. */
-  plain(socket: WebSocket): PlainSession | undefined {
-    const session = this.sessions.get(socket);
-    return session instanceof PlainSession ? session : undefined;
   }
 
   /** The envelope session of `socket`; gone only once shutdown has begun. */
