@@ -8,7 +8,9 @@ export interface FrameSocketOptions {
 /**
  * A WebSocket that hands out the JSON frames it receives one at a time, for clients that keep
  * one request in flight: `next()` resolves with the next frame the server sends. Frames nobody
- * waits for are queued. `ignore` drops frames that answer nothing (heartbeats).
+ * waits for are queued. `ignore` drops frames that answer nothing (heartbeats). Not the tests'
+ * `TestSocket`: that one arms a timer per frame it awaits, which on the bench's closed loop
+ * would be client work counted against the baseline and the gateway alike.
  */
 export class FrameSocket {
   private readonly queue: any[] = [];
