@@ -11,8 +11,13 @@ const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],
   testEnvironment: 'node',
   transform,
-  // The SDK is ESM and imports its modules as './x.js'; under ts-jest they are the .ts files.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    // The server loads the wire contract from the SDK's build (src/core/llm-contract.ts); tests
+    // read its source, so they need no build and never see a stale one.
+    '^.*/packages/client-sdk/dist/cjs/(.*)$': `${__dirname}/packages/client-sdk/src/$1`,
+    // The SDK is ESM and imports its modules as './x.js'; under ts-jest they are the .ts files.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
 };
 
 module.exports = {

@@ -8,7 +8,7 @@ import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
 import { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
-import { HeartbeatInterceptor, WsHeartbeat } from './core/ws/heartbeat';
+import { ConnectionRegistry } from './core/ws/connection-registry';
 import { DrainService } from './core/lifecycle/drain.service';
 import { LlmService } from './core/llm/llm.service';
 import { SystemPromptService } from './core/llm/system-prompt.service';
@@ -41,8 +41,7 @@ const SHARED_CORE = [
   LlmService,
   SystemPromptService,
   CharacterCatalogueService,
-  WsHeartbeat,
-  HeartbeatInterceptor,
+  ConnectionRegistry,
   DrainService,
 ];
 

@@ -176,7 +176,7 @@ describe('client SDK against the real gateway', () => {
 
   it('runs the README\'s device example as written, from the ESM build in a plain Node process', async () => {
     const sdkRoot = join(PROJECT_ROOT, 'packages', 'client-sdk');
-    const build = join(sdkRoot, 'dist', 'index.js');
+    const build = join(sdkRoot, 'dist', 'esm', 'index.js');
     if (!existsSync(build)) throw new Error(`${build} is missing: run "npm run build:sdk" (npm test builds first)`);
     const readme = readFileSync(join(sdkRoot, 'README.md'), 'utf8');
     const example = /## A device in a dozen lines\s+```js\n([\s\S]*?)```/.exec(readme)?.[1];

@@ -1,4 +1,4 @@
-import { McpSocketSessions } from '../src/mcp/websocket/mcp-socket-sessions.service';
+import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { AuthFailed, EnvelopeClient, JsonRpcError } from './support/mcp-envelope-client';
 import { RunningGateway, startGateway } from './support/gateway';
 import { freePort, listenOn } from './support/ports';
@@ -16,6 +16,9 @@ async function authenticatedSocket(url: string): Promise<{ socket: TestSocket; s
 }
 
 const recent = () => expect.any(Number);
+
+/** MCP WebSocket connections `gateway` still holds. */
+const openMcpConnections = (gateway: RunningGateway) => gateway.app.get(ConnectionRegistry).count('mcp');
 
 describe('MCP over WebSocket, the spec\'s envelope', () => {
   let gateway: RunningGateway;
@@ -121,12 +124,11 @@ describe('MCP over WebSocket, the spec\'s envelope', () => {
     });
 
     it('releases the session when the connection ends', async () => {
-      const sessions = gateway.app.get(McpSocketSessions);
-      const client = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
-      expect(sessions.size).toBeGreaterThan(0);
+        const client = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
+      expect(openMcpConnections(gateway)).toBeGreaterThan(0);
       await client.close();
-      for (let waited = 0; sessions.size > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(sessions.size).toBe(0);
+      for (let waited = 0; openMcpConnections(gateway) > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(openMcpConnections(gateway)).toBe(0);
     });
   });
 
@@ -265,13 +267,12 @@ describe('MCP over WebSocket, timing (short intervals set by env)', () => {
   });
 
   it('ends the session of a client that stops answering pong', async () => {
-    const sessions = gateway.app.get(McpSocketSessions);
     const client = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN, { answerPings: false });
     const goodbye = await client.nextOfType('close', 3000);
     expect(goodbye).toEqual({ type: 'close', sessionId: client.sessionId, reason: 'Heartbeat timeout: no pong within 1000 ms', timestamp: recent() });
     expect(await client.closed).toEqual({ code: 4408, reason: 'Heartbeat timeout' });
-    for (let waited = 0; sessions.size > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(sessions.size).toBe(0);
+    for (let waited = 0; openMcpConnections(gateway) > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(openMcpConnections(gateway)).toBe(0);
   });
 
   it('keeps a plain MCP client, which answers WebSocket pings by itself', async () => {
@@ -286,11 +287,10 @@ describe('MCP over WebSocket, timing (short intervals set by env)', () => {
   });
 
   it('drops a plain MCP client that does not answer WebSocket pings, and its session', async () => {
-    const sessions = gateway.app.get(McpSocketSessions);
     const socket = await TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'], autoPong: false });
     expect((await socket.closed).code).toBe(1006);
-    for (let waited = 0; sessions.size > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(sessions.size).toBe(0);
+    for (let waited = 0; openMcpConnections(gateway) > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(openMcpConnections(gateway)).toBe(0);
   });
 
   it('starts the heartbeat at auth, not at connect', async () => {

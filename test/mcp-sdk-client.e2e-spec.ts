@@ -5,7 +5,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { McpHttpSessions } from '../src/mcp/http/mcp-http-sessions.service';
-import { McpSocketSessions } from '../src/mcp/websocket/mcp-socket-sessions.service';
+import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { RunningGateway, startGateway } from './support/gateway';
 import { provideGlobalWebSocket } from './support/sdk-websocket';
 
@@ -112,6 +112,9 @@ describe.each(TRANSPORTS)('the official MCP SDK client over %s', (_name, transpo
   });
 });
 
+/** MCP WebSocket connections `gateway` still holds. */
+const openMcpConnections = (gateway: RunningGateway) => gateway.app.get(ConnectionRegistry).count('mcp');
+
 describe('MCP sessions are released', () => {
   let gateway: RunningGateway;
 
@@ -131,12 +134,11 @@ describe('MCP sessions are released', () => {
   });
 
   it('when a plain WebSocket client closes', async () => {
-    const sessions = gateway.app.get(McpSocketSessions);
     const client = new Client({ name: 'sdk-e2e', version: '1.0.0' });
     await client.connect(TRANSPORTS[0][1](gateway, TOKEN));
-    expect(sessions.size).toBe(1);
+    expect(openMcpConnections(gateway)).toBe(1);
     await client.close();
-    await until(() => sessions.size === 0);
+    await until(() => openMcpConnections(gateway) === 0);
   });
 
   it('when a Streamable HTTP client ends its session with DELETE', async () => {

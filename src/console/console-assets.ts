@@ -7,10 +7,10 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 export const CONSOLE_PUBLIC_DIR = join(__dirname, 'public');
 
 /**
- * The client SDK's ES-module build, which the console imports from `/console/sdk/`. Found
+ * The client SDK's ES-module build (`dist/esm`), which the console imports from `/console/sdk/`. Found
  * beside `src/` and `dist/` alike (the repository's `packages/`), as `data/` is.
  */
-export const CLIENT_SDK_BUILD_DIR = join(__dirname, '..', '..', 'packages', 'client-sdk', 'dist');
+export const CLIENT_SDK_BUILD_DIR = join(__dirname, '..', '..', 'packages', 'client-sdk', 'dist', 'esm');
 
 /** What the console page (`index.html`) is served as. */
 export const CONSOLE_PAGE = 'index.html';

@@ -3,9 +3,9 @@ import type { Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { httpStatusOf } from '../core/errors/describe-exception';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
-import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
-import { ToolCallDto } from './dto/litemcp-frame.dto';
-import type { LiteMcpTool } from './litemcp.types';
+import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe';
+import { ToolCall, toolCallSchema } from './dto/litemcp.dto';
+import type { LiteMcpTool } from './litemcp.frames';
 import { LiteMcpService } from './litemcp.service';
 
 /** Failures where the tool never ran get their own status; a tool that ran and failed is a 200. */
@@ -31,7 +31,7 @@ export class LiteMcpController {
   @Post(':tool')
   async call(
     @Param('tool') tool: string,
-    @Body(frameValidationPipe) call: ToolCallDto,
+    @Body(new SchemaValidationPipe(toolCallSchema)) call: ToolCall,
     @Req() request: AuthenticatedRequest,
     @Res({ passthrough: true }) response: Response,
   ) {

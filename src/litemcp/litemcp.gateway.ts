@@ -1,79 +1,56 @@
-import { UseFilters, UseGuards } from '@nestjs/common';
-import { ConnectedSocket, MessageBody, SubscribeMessage } from '@nestjs/websockets';
-import type { WebSocket } from 'ws';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
-import { connectionOf } from '../core/ws/gateway-connection';
-import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
-import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
-import { DuplicateIdGuard } from './duplicate-id.guard';
-import { LiteMcpCallFrameDto, LiteMcpGetFrameDto } from './dto/litemcp-frame.dto';
-import { LiteMcpWsExceptionFilter } from './litemcp-ws-exception.filter';
-import { infoFrame, resultFrame } from './litemcp-frame';
-import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
-import type { LiteMcpServerFrame } from './litemcp.types';
+import { thenMaybe } from '../core/maybe-promise';
+import type { FrameConnection } from '../core/ws/connection';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import { callFrameSchema, getFrameSchema, LiteMcpCallFrame, LiteMcpGetFrame } from './dto/litemcp.dto';
+import { liteMcpFailure } from './litemcp.errors';
+import { infoFrame, LiteMcpServerFrame, resultFrame } from './litemcp.frames';
 import { LiteMcpService } from './litemcp.service';
+import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
+import { SeenIds } from './seen-ids';
+
+/** A LiteMCP connection's own state: the request ids it has used. */
+export interface LiteMcpConnectionState {
+  seen: SeenIds;
+}
+
+type LiteMcpConnection = FrameConnection<LiteMcpConnectionState>;
 
 /**
  * LiteMCP over WebSocket: one tool per path, `/litemcp/<tool>`. Bearer auth and the tool's
- * existence are checked at the upgrade; each frame is validated, answered by id, and a failure
- * of any kind is answered in LiteMCP (see `LiteMcpWsExceptionFilter`) with the socket kept open.
+ * existence are checked at the upgrade; each request is answered by id, a request whose id
+ * repeats one already seen is ignored (the spec's rule), and a failure of any kind is answered
+ * in LiteMCP (`liteMcpFailure`) with the connection kept open. The same handlers serve LiteMCP
+ * over stdio (`stdio/`).
  */
 @ProtocolGateway({
+  protocol: 'litemcp',
   path: '/litemcp/:tool',
   upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard],
   oversizedFrames: 'answer',
 })
-@UseGuards(BearerAuthGuard, DuplicateIdGuard)
-@UseFilters(LiteMcpWsExceptionFilter)
-export class LiteMcpGateway {
+export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionState> {
   constructor(private readonly liteMcp: LiteMcpService) {}
 
-  @SubscribeMessage('get')
-  describe(
-    @ConnectedSocket() socket: WebSocket,
-    @MessageBody(frameValidationPipe) frame: LiteMcpGetFrameDto,
-  ): LiteMcpServerFrame {
-    return infoFrame(frame.id, this.liteMcp.describe(connectionOf(socket).params.tool, frame.version));
+  onOpen(connection: LiteMcpConnection): void {
+    connection.state = { seen: new SeenIds() };
   }
 
-  @SubscribeMessage('call')
-  async call(
-    @ConnectedSocket() socket: WebSocket,
-    @MessageBody(frameValidationPipe) frame: LiteMcpCallFrameDto,
-  ): Promise<LiteMcpServerFrame> {
-    const connection = connectionOf(socket);
-    const { result } = await this.liteMcp.call(connection.params.tool, frame.data, {
-      principal: connection.principal,
-      connectionId: connection.id,
-    });
-    return resultFrame(frame.id, result);
+  @OnFrame('get', { schema: getFrameSchema })
+  describe(frame: LiteMcpGetFrame, connection: LiteMcpConnection): LiteMcpServerFrame | undefined {
+    if (!connection.state.seen.remember(frame.id)) return undefined;
+    return infoFrame(frame.id, this.liteMcp.describe(connection.params.tool, frame.version));
   }
 
-  @SubscribeMessage(FrameEvent.UNKNOWN_TYPE)
-  unknownType(@MessageBody() frame: { type: string }): never {
-    throw new GatewayError(
-      GatewayErrorCode.UNKNOWN_MESSAGE_TYPE,
-      `Unknown request type ${JSON.stringify(frame.type)}: expected "get" or "call"`,
-    );
+  @OnFrame('call', { schema: callFrameSchema })
+  call(frame: LiteMcpCallFrame, connection: LiteMcpConnection) {
+    if (!connection.state.seen.remember(frame.id)) return undefined;
+    const outcome = this.liteMcp.call(connection.params.tool, frame.data, { principal: connection.principal, connectionId: connection.id });
+    return thenMaybe(outcome, ({ result }) => resultFrame(frame.id, result));
   }
 
-  @SubscribeMessage(FrameEvent.UNTYPED)
-  untyped(): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'A request must be a JSON object with a string "type"');
-  }
-
-  @SubscribeMessage(FrameEvent.MALFORMED)
-  malformed(@MessageBody() frame: MalformedFrame): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, frame.reason);
-  }
-
-  @SubscribeMessage(FrameEvent.TOO_LARGE)
-  tooLarge(@MessageBody() frame: OversizedFrame): never {
-    throw new GatewayError(
-      GatewayErrorCode.PAYLOAD_TOO_LARGE,
-      `Request of ${frame.bytes} bytes is over the ${frame.limit}-byte limit`,
-    );
+  onFrameError(error: unknown, frame: unknown): LiteMcpServerFrame {
+    return liteMcpFailure(error, frame);
   }
 }

@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../core/tools/json-schema';
 import type { ToolContentBlock, ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
-import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpContent, LiteMcpParameter, LiteMcpTool } from './litemcp.types';
+import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpContent, LiteMcpParameter, LiteMcpTool } from './litemcp.frames';
 
 /**
  * Catalogue tool <-> LiteMCP. LiteMCP has no schemas: a tool lists its parameters (the input

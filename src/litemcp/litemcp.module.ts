@@ -1,6 +1,5 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
-import { DuplicateIdGuard } from './duplicate-id.guard';
 import { LiteMcpController } from './litemcp.controller';
 import { LiteMcpGateway } from './litemcp.gateway';
 import { failedCallResult } from './litemcp.mapper';
@@ -10,8 +9,8 @@ import { LiteMcpService } from './litemcp.service';
 /** LiteMCP over WebSocket and HTTP at `/litemcp/<tool>`; stdio lives in `./stdio`. */
 @Module({
   controllers: [LiteMcpController],
-  providers: [LiteMcpService, LiteMcpGateway, LiteMcpToolPathGuard, DuplicateIdGuard],
-  exports: [LiteMcpService],
+  providers: [LiteMcpService, LiteMcpGateway, LiteMcpToolPathGuard],
+  exports: [LiteMcpService, LiteMcpGateway],
 })
 export class LiteMcpModule implements OnModuleInit {
   constructor(private readonly errorFormats: HttpErrorFormats) {}

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import type { ToolCallOptions } from '../core/tools/tool-registry.service';
-import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { MaybePromise, thenMaybe } from '../core/maybe-promise';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
-import type { LiteMcpVersion, ToolCallDto } from './dto/litemcp-frame.dto';
+import { ToolCallOptions, ToolRegistryService } from '../core/tools/tool-registry.service';
+import type { ToolCall } from './dto/litemcp.dto';
+import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpTool } from './litemcp.frames';
 import { coerceArguments, failedCallResult, toCallResult, toLiteMcpTool } from './litemcp.mapper';
-import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpTool } from './litemcp.types';
 
 /** A CallResult, and the failure's code when the call failed (HTTP picks its status from it). */
 export interface LiteMcpCallOutcome {
@@ -23,26 +23,23 @@ export class LiteMcpService {
   constructor(private readonly registry: ToolRegistryService) {}
 
   /** `get`: the endpoint's tool. */
-  describe(toolName: string, version?: LiteMcpVersion): LiteMcpTool {
+  describe(toolName: string, version?: readonly number[]): LiteMcpTool {
     assertSupportedVersion(version);
     return toLiteMcpTool(this.toolOrThrow(toolName));
   }
 
-  /** `call`: runs the endpoint's tool with the positional arguments. */
-  async call(toolName: string, call: ToolCallDto, options: ToolCallOptions = {}): Promise<LiteMcpCallOutcome> {
+  /** `call`: runs the endpoint's tool with the positional arguments; at once when the tool answers at once. */
+  call(toolName: string, call: ToolCall, options: ToolCallOptions = {}): MaybePromise<LiteMcpCallOutcome> {
     assertSupportedVersion(call.version);
     if (call.tool !== toolName) {
-      throw new GatewayError(
-        GatewayErrorCode.INVALID_MESSAGE,
-        `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`,
-      );
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`);
     }
-    const coerced = coerceArguments(this.toolOrThrow(toolName), call.arguments);
-    if (!coerced.ok) {
-      return { result: failedCallResult(coerced.params, coerced.problem), failure: 'INVALID_TOOL_PARAMETERS' };
-    }
-    const outcome = await this.registry.call(toolName, coerced.args, options);
-    return { result: toCallResult(coerced.params, outcome), failure: outcome.ok ? undefined : outcome.code };
+    const coerced = coerceArguments(this.toolOrThrow(toolName), call.arguments.map(String));
+    if (!coerced.ok) return { result: failedCallResult(coerced.params, coerced.problem), failure: 'INVALID_TOOL_PARAMETERS' };
+    return thenMaybe(this.registry.invoke(toolName, coerced.args, options), (outcome) => ({
+      result: toCallResult(coerced.params, outcome),
+      failure: outcome.ok ? undefined : outcome.code,
+    }));
   }
 
   /** Whether the endpoint `/litemcp/<toolName>` exists (a shared tool of that name). */
@@ -57,7 +54,7 @@ export class LiteMcpService {
   }
 }
 
-function assertSupportedVersion(version: LiteMcpVersion | undefined): void {
+function assertSupportedVersion(version: readonly number[] | undefined): void {
   if (version !== undefined && version[0] !== LITEMCP_VERSION[0]) {
     throw new GatewayError(
       GatewayErrorCode.UNSUPPORTED_VERSION,

@@ -6,9 +6,9 @@ import type { JsonSchema } from '../core/tools/json-schema';
 import { ToolError } from '../core/tools/tool-error';
 import { toolNameProblem } from '../core/tools/tool-name';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
-import type { ToolResultDto } from './dto/client-messages.dto';
-import { LlmConnection } from './llm-connection';
-import { toolCallbackFrame, ToolRegistration } from './llm-gateway.frames';
+import type { ToolRegistration, ToolResultFrame } from '../core/llm-contract';
+import type { LlmConnection } from './llm-connection';
+import { toolCallbackFrame } from './llm-gateway.frames';
 
 const failed = (name: unknown, code: GatewayErrorCode, error: string): ToolRegistration => ({
   name: typeof name === 'string' ? name : String(name ?? ''),
@@ -69,8 +69,8 @@ export class ClientToolsService {
   }
 
   /** Settles the callback `call_id` names; an unknown or expired id is INVALID_MESSAGE (spec 11.5). */
-  settle(connection: LlmConnection, result: ToolResultDto): void {
-    const pending = connection.pendingCallbacks.get(result.call_id);
+  settle(connection: LlmConnection, result: ToolResultFrame): void {
+    const pending = connection.state.pendingCallbacks.get(result.call_id);
     if (!pending) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Unknown or expired call_id "${result.call_id}"`);
     }
@@ -89,13 +89,13 @@ export class ClientToolsService {
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */
   private callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
     const { resultQueueSize } = this.config.clientTools;
-    if (connection.pendingCallbacks.size >= resultQueueSize) {
+    if (connection.state.pendingCallbacks.size >= resultQueueSize) {
       throw new ToolError(`Too many device tool calls waiting: at most ${resultQueueSize}`);
     }
     const callId = randomUUID();
     return new Promise((resolve, reject) => {
       const forget = () => {
-        connection.pendingCallbacks.delete(callId);
+        connection.state.pendingCallbacks.delete(callId);
         signal.removeEventListener('abort', onAbort);
       };
       const onAbort = () => {
@@ -103,7 +103,7 @@ export class ClientToolsService {
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      connection.pendingCallbacks.set(callId, {
+      connection.state.pendingCallbacks.set(callId, {
         toolName,
         settle: ({ success, result, error }) => {
           forget();

@@ -1,19 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../core/ws/upgrade-guard';
+import { ConnectionLimitGuard } from '../core/ws/connection-limit.guard';
+import { UpgradeRefusedException } from '../core/ws/upgrade-guard';
 
 /** Close code for "try again later" (RFC 6455 1013), the spec's answer to a full server (11.1). */
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 
 /** Past `CLOUD_MAX_CONNECTIONS` open LLM-gateway sockets, a new one is accepted and closed at once with 1013. */
 @Injectable()
-export class LlmConnectionLimitGuard implements UpgradeGuard {
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {}
+export class LlmConnectionLimitGuard extends ConnectionLimitGuard {
+  protected readonly limit: number;
 
-  canUpgrade({ openConnections }: UpgradeContext): void {
-    const limit = this.config.server.maxConnections;
-    if (openConnections >= limit) {
-      throw new UpgradeRefusedException(503, `Too many connections (at most ${limit})`, {}, CLOSE_TRY_AGAIN_LATER);
-    }
+  constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
+    super();
+    this.limit = config.server.maxConnections;
+  }
+
+  protected refusal(limit: number): UpgradeRefusedException {
+    return new UpgradeRefusedException(503, `Too many connections (at most ${limit})`, {}, CLOSE_TRY_AGAIN_LATER);
   }
 }

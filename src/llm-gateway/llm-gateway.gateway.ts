@@ -1,134 +1,118 @@
-import { Inject, Logger, UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
-import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, SubscribeMessage } from '@nestjs/websockets';
-import type { Observable } from 'rxjs';
-import { WebSocket } from 'ws';
+import { Inject, Logger } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { ANONYMOUS_PRINCIPAL } from '../core/auth/access-token.service';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
-import { FrameEvent, MalformedFrame } from '../core/ws/frame-parser';
-import { connectionOf } from '../core/ws/gateway-connection';
-import { HeartbeatInterceptor, WsHeartbeat } from '../core/ws/heartbeat';
-import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
+import { GatewayErrorCode } from '../core/errors/gateway-error';
+import {
+  ConfigureFrame,
+  configureSchema,
+  endSessionSchema,
+  pingSchema,
+  RegisterToolsFrame,
+  registerToolsSchema,
+  StartSessionFrame,
+  startSessionSchema,
+  TextInputFrame,
+  textInputSchema,
+  ToolResultFrame,
+  toolResultSchema,
+} from '../core/llm-contract';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
 import { ClientToolsService } from './client-tools.service';
-import { ConversationService } from './conversation.service';
-import { ConfigureDto, RegisterToolsDto, StartSessionDto, TextInputDto, ToolResultDto } from './dto/client-messages.dto';
-import { LlmConnection } from './llm-connection';
+import { LlmConnection, LlmConnectionState, MAX_WAITING_REQUESTS } from './llm-connection';
 import { LlmConnectionLimitGuard } from './llm-connection-limit.guard';
-import { LlmConnectionRegistry } from './llm-connection.registry';
-import { errorFrame, LlmServerFrame, pongFrame, toolsRegisteredFrame } from './llm-gateway.frames';
-import { LlmWsExceptionFilter } from './llm-ws-exception.filter';
-import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
+import { llmErrorFrame } from './llm-gateway.errors';
+import { errorFrame, pongFrame, toolsRegisteredFrame } from './llm-gateway.frames';
+import { SessionBindingService } from './session-binding.service';
+import { TurnService } from './turn.service';
 
-/** Close code when a connection cannot get a session (the store is down): "internal error". */
-const CLOSE_INTERNAL_ERROR = 1011;
+/** The protocol name LLM-gateway connections are counted under. */
+export const LLM_PROTOCOL = 'llm';
 
 /**
  * The voice assistant's WebSocket API (LLM gateway spec) at `/` and `/llm`. Auth and the
  * connection limit are checked at the upgrade; frames over `CLOUD_MAX_MESSAGE_SIZE` close the
  * socket with 1009; every other bad frame is answered with an `error` frame and the connection
- * stays open. Handlers validate and delegate: sessions and turns to {@link ConversationService},
- * device tools to {@link ClientToolsService}.
+ * stays open. Handlers delegate: sessions to {@link SessionBindingService}, turns to
+ * {@link TurnService}, device tools to {@link ClientToolsService}. Turns and session changes
+ * run in the connection's serial queue, the session's creation first.
  */
 @ProtocolGateway({
+  protocol: LLM_PROTOCOL,
   path: '/',
   aliases: ['/llm'],
   upgradeGuards: [BearerAuthGuard, LlmConnectionLimitGuard],
   oversizedFrames: 'close',
 })
-@UseGuards(BearerAuthGuard)
-@UseInterceptors(HeartbeatInterceptor, SpeechCleaningInterceptor)
-@UseFilters(LlmWsExceptionFilter)
-export class LlmGateway implements OnGatewayConnection, OnGatewayDisconnect {
+export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
   private readonly logger = new Logger('LlmGateway');
 
   constructor(
-    private readonly conversation: ConversationService,
+    private readonly binding: SessionBindingService,
+    private readonly turns: TurnService,
     private readonly clientTools: ClientToolsService,
-    private readonly connections: LlmConnectionRegistry,
-    private readonly heartbeat: WsHeartbeat,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
-  handleConnection(socket: WebSocket): void {
-    const { id, principal } = connectionOf(socket);
-    const connection = new LlmConnection(id, socket, principal ?? ANONYMOUS_PRINCIPAL);
-    this.connections.add(connection);
-    this.heartbeat.watch(socket, { intervalMs: this.config.server.pingIntervalMs, timeoutMs: this.config.server.pingTimeoutMs });
-    connection.startWith(() =>
-      this.conversation.open(connection).catch((error: unknown) => {
+  onOpen(connection: LlmConnection): void {
+    connection.state = new LlmConnectionState();
+    connection.keepAlive({ intervalMs: this.config.server.pingIntervalMs, timeoutMs: this.config.server.pingTimeoutMs });
+    void this.serially(connection, () =>
+      this.binding.open(connection).catch((error: unknown) => {
         this.logger.error(`Could not open a session: ${(error as Error).message}`);
         connection.send(errorFrame(GatewayErrorCode.SESSION_ERROR, 'Could not create a session'));
-        socket.close(CLOSE_INTERNAL_ERROR, 'Session store unavailable');
+        connection.close(CLOSE_INTERNAL_ERROR, 'Session store unavailable');
       }),
     );
   }
 
-  handleDisconnect(socket: WebSocket): void {
-    const connection = this.connections.remove(socket);
-    if (!connection) return;
-    this.conversation.close(connection);
+  onClose(connection: LlmConnection): void {
+    this.binding.release(connection);
     this.clientTools.release(connection);
   }
 
-  @SubscribeMessage('text_input')
-  textInput(@ConnectedSocket() socket: WebSocket, @MessageBody(frameValidationPipe) input: TextInputDto): Observable<LlmServerFrame> {
-    const connection = this.connectionOf(socket);
-    return connection.serialize((emit, signal) => this.conversation.turn(connection, input, emit, signal));
+  @OnFrame('text_input', { schema: textInputSchema })
+  textInput(input: TextInputFrame, connection: LlmConnection): Promise<void> {
+    return this.serially(connection, () => this.turns.run(connection, input, connection.signal));
   }
 
-  @SubscribeMessage('configure')
-  configure(@ConnectedSocket() socket: WebSocket, @MessageBody(frameValidationPipe) settings: ConfigureDto): Observable<LlmServerFrame> {
-    const connection = this.connectionOf(socket);
-    return connection.serialize(() => this.conversation.configure(connection, settings));
+  @OnFrame('configure', { schema: configureSchema })
+  configure(settings: ConfigureFrame, connection: LlmConnection): Promise<void> {
+    return this.serially(connection, () => this.binding.configure(connection, settings));
   }
 
-  @SubscribeMessage('start_session')
-  startSession(@ConnectedSocket() socket: WebSocket, @MessageBody(frameValidationPipe) request: StartSessionDto): Observable<LlmServerFrame> {
-    const connection = this.connectionOf(socket);
-    return connection.serialize((emit) => this.conversation.startSession(connection, request.session_id, emit));
+  @OnFrame('start_session', { schema: startSessionSchema })
+  startSession(request: StartSessionFrame, connection: LlmConnection): Promise<void> {
+    return this.serially(connection, () => this.binding.startSession(connection, request.session_id));
   }
 
-  @SubscribeMessage('end_session')
-  endSession(@ConnectedSocket() socket: WebSocket): Observable<LlmServerFrame> {
-    const connection = this.connectionOf(socket);
-    return connection.serialize((emit) => this.conversation.endSession(connection, emit));
+  @OnFrame('end_session', { schema: endSessionSchema })
+  endSession(_request: unknown, connection: LlmConnection): Promise<void> {
+    return this.serially(connection, () => this.binding.endSession(connection));
   }
 
-  @SubscribeMessage('register_tools')
-  registerTools(@ConnectedSocket() socket: WebSocket, @MessageBody(frameValidationPipe) request: RegisterToolsDto): LlmServerFrame {
-    return toolsRegisteredFrame(this.clientTools.register(this.connectionOf(socket), request.tools));
+  @OnFrame('register_tools', { schema: registerToolsSchema })
+  registerTools(request: RegisterToolsFrame, connection: LlmConnection) {
+    return toolsRegisteredFrame(this.clientTools.register(connection, request.tools));
   }
 
-  @SubscribeMessage('tool_result')
-  toolResult(@ConnectedSocket() socket: WebSocket, @MessageBody(frameValidationPipe) result: ToolResultDto): void {
-    this.clientTools.settle(this.connectionOf(socket), result);
+  @OnFrame('tool_result', { schema: toolResultSchema })
+  toolResult(result: ToolResultFrame, connection: LlmConnection): void {
+    this.clientTools.settle(connection, result);
   }
 
-  @SubscribeMessage('ping')
-  ping(): LlmServerFrame {
+  @OnFrame('ping', { schema: pingSchema })
+  ping() {
     return pongFrame();
   }
 
-  @SubscribeMessage(FrameEvent.UNKNOWN_TYPE)
-  unknownType(@MessageBody() frame: { type: string }): never {
-    throw new GatewayError(GatewayErrorCode.UNKNOWN_MESSAGE_TYPE, `Unknown message type ${JSON.stringify(frame.type)}`);
+  onFrameError(error: unknown) {
+    return llmErrorFrame(error);
   }
 
-  @SubscribeMessage(FrameEvent.UNTYPED)
-  untyped(): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'A message must be a JSON object with a string "type"');
-  }
-
-  @SubscribeMessage(FrameEvent.MALFORMED)
-  malformed(@MessageBody() frame: MalformedFrame): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, frame.reason);
-  }
-
-  private connectionOf(socket: WebSocket): LlmConnection {
-    const connection = this.connections.of(socket);
-    if (!connection) throw new GatewayError(GatewayErrorCode.INTERNAL_ERROR, 'Connection is closing');
-    return connection;
+  /** Runs `task` after the connection's earlier requests; a task that starts after the connection closed is skipped. */
+  private serially(connection: LlmConnection, task: () => Promise<void>): Promise<void> {
+    return connection.queue(MAX_WAITING_REQUESTS).run(() => (connection.isOpen ? task() : undefined));
   }
 }

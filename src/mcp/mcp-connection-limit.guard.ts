@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../core/ws/upgrade-guard';
+import { ConnectionLimitGuard } from '../core/ws/connection-limit.guard';
+import { UpgradeRefusedException } from '../core/ws/upgrade-guard';
 
 /**
  * The spec's `maxConnections` (`MCP_WS_MAX_CONNECTIONS`, default 1): MCP WebSocket connections
@@ -8,16 +9,15 @@ import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../core/w
  * refused with 429 at the upgrade.
  */
 @Injectable()
-export class McpConnectionLimitGuard implements UpgradeGuard {
-  private readonly limit: number;
+export class McpConnectionLimitGuard extends ConnectionLimitGuard {
+  protected readonly limit: number;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
+    super();
     this.limit = config.mcp.ws.maxConnections;
   }
 
-  canUpgrade({ openConnections }: UpgradeContext): void {
-    if (openConnections >= this.limit) {
-      throw new UpgradeRefusedException(429, `Too many MCP connections: at most ${this.limit} at once (MCP_WS_MAX_CONNECTIONS)`);
-    }
+  protected refusal(limit: number): UpgradeRefusedException {
+    return new UpgradeRefusedException(429, `Too many MCP connections: at most ${limit} at once (MCP_WS_MAX_CONNECTIONS)`);
   }
 }

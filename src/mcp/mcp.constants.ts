@@ -6,3 +6,6 @@ export const PLAIN_MCP_SUBPROTOCOL = 'mcp';
 
 /** The token realm of every MCP route: `AUTH_TOKENS` and `MCP_WS_AUTH_TOKEN`, never open. */
 export const MCP_REALM = 'mcp';
+
+/** The name MCP WebSocket connections are counted and limited under. */
+export const MCP_PROTOCOL = 'mcp';

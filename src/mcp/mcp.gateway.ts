@@ -1,97 +1,119 @@
-import { UseFilters, UseGuards } from '@nestjs/common';
-import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, SubscribeMessage } from '@nestjs/websockets';
-import type { WebSocket } from 'ws';
+import { BeforeApplicationShutdown, Inject, Logger } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { AccessTokenService } from '../core/auth/access-token.service';
+import type { GatewayConnection } from '../core/ws/connection';
+import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
-import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
 import {
   AuthEnvelope,
-  CloseEnvelopeDto,
-  envelopeValidationPipe,
-  MessageEnvelopeDto,
-  PongEnvelopeDto,
-} from './dto/envelope.dto';
+  CloseEnvelope,
+  closeEnvelopeSchema,
+  MessageEnvelope,
+  messageEnvelopeSchema,
+  PongEnvelope,
+  pongEnvelopeSchema,
+} from './dto/mcp.dto';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
-import { MCP_PATH, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
-import { CLIENT_ENVELOPE_TYPES, EnvelopeError, EnvelopeErrorCode } from './websocket/envelope';
-import { McpSocketSessions } from './websocket/mcp-socket-sessions.service';
-import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
+import { MCP_PATH, MCP_PROTOCOL, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
+import { toEnvelopeError } from './mcp.errors';
+import { McpService } from './mcp.service';
+import { EnvelopeSession } from './websocket/envelope-session';
+import type { McpSessionContext, McpSocketSession } from './websocket/mcp-socket-session';
+import { PlainSession } from './websocket/plain-session';
+
+type McpConnection = GatewayConnection<McpSocketSession>;
+type EnvelopeConnection = GatewayConnection<EnvelopeSession>;
+type PlainConnection = GatewayConnection<PlainSession>;
+
+const plain = { subprotocol: PLAIN_MCP_SUBPROTOCOL } as const;
 
 /**
- * MCP over WebSocket at `/mcp` (and on the dedicated listener, `MCP_WS_PORT`). A client that
- * offers the `mcp` subprotocol speaks plain JSON-RPC frames and shows its token at the upgrade;
- * its frames go straight to its session (`McpSocketSessions.open`), not through these handlers.
- * Any other client speaks the spec's envelope, routed here by its `type`: `auth` first, then
- * `message`, `pong` and `close`, each only once authenticated.
- * Failures are answered by `McpWsExceptionFilter` in the client's vocabulary.
+ * MCP over WebSocket at `/mcp` (and on the dedicated listener, `MCP_WS_PORT`), each connection
+ * an SDK server of its own (`McpService`). A client that offers the `mcp` subprotocol speaks
+ * plain JSON-RPC frames and shows its token at the upgrade: every frame it sends is a JSON-RPC
+ * message, whatever `type` it may carry. Any other client speaks the spec's envelope: `auth`
+ * first, then `message`, `pong` and `close`. Failures are told in the connection's vocabulary
+ * (an `error` envelope, or a JSON-RPC error).
  */
 @ProtocolGateway({
+  protocol: MCP_PROTOCOL,
   path: MCP_PATH,
   upgradeGuards: [McpEnabledGuard, McpAuthGuard, McpConnectionLimitGuard],
   handleProtocols: (protocols) => (protocols.has(PLAIN_MCP_SUBPROTOCOL) ? PLAIN_MCP_SUBPROTOCOL : false),
   oversizedFrames: 'answer',
 })
-@UseFilters(McpWsExceptionFilter)
-export class McpGateway implements OnGatewayConnection, OnGatewayDisconnect {
-  constructor(private readonly sessions: McpSocketSessions) {}
+export class McpGateway implements ProtocolGatewayHooks<McpSocketSession>, BeforeApplicationShutdown {
+  private readonly context: McpSessionContext;
 
-  handleConnection(socket: WebSocket): void {
-    this.sessions.open(socket);
+  constructor(
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    tokens: AccessTokenService,
+    mcp: McpService,
+    private readonly connections: ConnectionRegistry,
+  ) {
+    this.context = { tokens, mcp, settings: config.mcp.ws, logger: new Logger('MCP') };
   }
 
-  handleDisconnect(socket: WebSocket): Promise<void> {
-    return this.sessions.closed(socket);
+  onOpen(connection: McpConnection): void {
+    connection.state =
+      connection.subprotocol === PLAIN_MCP_SUBPROTOCOL ? new PlainSession(connection, this.context) : new EnvelopeSession(connection, this.context);
   }
 
-  @SubscribeMessage('auth')
-  authenticate(@ConnectedSocket() socket: WebSocket, @MessageBody() frame: AuthEnvelope): void {
-    this.sessions.envelope(socket).authenticate(frame);
+  onClose(connection: McpConnection): void {
+    void connection.state.dispose();
   }
 
-  @SubscribeMessage('message')
-  @UseGuards(McpAuthGuard)
-  message(@ConnectedSocket() socket: WebSocket, @MessageBody(envelopeValidationPipe) frame: MessageEnvelopeDto): void {
-    this.sessions.envelope(socket).receive(frame);
+  @OnFrame('auth', { beforeAuth: true })
+  authenticate(frame: AuthEnvelope, connection: EnvelopeConnection): void {
+    connection.state.authenticate(frame);
   }
 
-  @SubscribeMessage('pong')
-  @UseGuards(McpAuthGuard)
-  pong(@ConnectedSocket() socket: WebSocket, @MessageBody(envelopeValidationPipe) frame: PongEnvelopeDto): void {
-    this.sessions.envelope(socket).pong(frame);
+  @OnFrame('message', { schema: messageEnvelopeSchema })
+  message(frame: MessageEnvelope, connection: EnvelopeConnection): void {
+    connection.state.receive(frame);
   }
 
-  @SubscribeMessage('close')
-  @UseGuards(McpAuthGuard)
-  close(@ConnectedSocket() socket: WebSocket, @MessageBody(envelopeValidationPipe) frame: CloseEnvelopeDto): void {
-    this.sessions.envelope(socket).close(frame);
+  @OnFrame('pong', { schema: pongEnvelopeSchema })
+  pong(frame: PongEnvelope, connection: EnvelopeConnection): void {
+    connection.state.pong(frame);
   }
 
-  @SubscribeMessage(FrameEvent.MALFORMED)
-  @UseGuards(McpAuthGuard)
-  malformed(@MessageBody() frame: MalformedFrame): never {
-    throw new EnvelopeError(EnvelopeErrorCode.PARSE_ERROR, 'Parse error', frame.reason);
+  @OnFrame('close', { schema: closeEnvelopeSchema })
+  close(frame: CloseEnvelope, connection: EnvelopeConnection): void {
+    connection.state.close(frame);
   }
 
-  @SubscribeMessage(FrameEvent.UNTYPED)
-  @UseGuards(McpAuthGuard)
-  untyped(): never {
-    throw new EnvelopeError(EnvelopeErrorCode.INVALID_REQUEST, 'Invalid Request', 'an envelope is a JSON object with a string "type"');
+  @OnFrame(FrameEvent.UNTYPED, plain)
+  jsonRpc(message: unknown, connection: PlainConnection): void {
+    connection.state.deliver(message);
   }
 
-  @SubscribeMessage(FrameEvent.UNKNOWN_TYPE)
-  @UseGuards(McpAuthGuard)
-  unknownType(@MessageBody() frame: { type: string }): never {
-    throw new EnvelopeError(
-      EnvelopeErrorCode.INVALID_REQUEST,
-      'Invalid Request',
-      `unknown envelope type ${JSON.stringify(frame.type)}: a client sends ${CLIENT_ENVELOPE_TYPES.join(', ')}`,
-    );
+  /** A JSON-RPC message that happens to have a `type` field is still a JSON-RPC message. */
+  @OnFrame(FrameEvent.UNKNOWN_TYPE, plain)
+  typedJsonRpc(message: unknown, connection: PlainConnection): void {
+    connection.state.deliver(message);
   }
 
-  @SubscribeMessage(FrameEvent.TOO_LARGE)
-  @UseGuards(McpAuthGuard)
-  tooLarge(@MessageBody() frame: OversizedFrame): never {
-    throw new EnvelopeError(EnvelopeErrorCode.BAD_MESSAGE, `Message of ${frame.bytes} bytes is over the ${frame.limit}-byte limit`);
+  @OnFrame(FrameEvent.MALFORMED, plain)
+  unreadable(frame: MalformedFrame, connection: PlainConnection): void {
+    connection.state.unreadable(frame.reason);
+  }
+
+  @OnFrame(FrameEvent.TOO_LARGE, plain)
+  tooLarge(frame: OversizedFrame, connection: PlainConnection): void {
+    connection.state.tooLarge(frame.bytes, frame.limit);
+  }
+
+  onFrameError(error: unknown, _frame: unknown, connection: McpConnection): void {
+    connection.state.reportError(toEnvelopeError(error));
+  }
+
+  /** Sessions say goodbye (an envelope `close`) before the adapter closes their sockets. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));
   }
 }

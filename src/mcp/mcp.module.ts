@@ -5,19 +5,18 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
 import { HealthModule } from '../health/health.module';
 import { HealthService } from '../health/health.service';
-import { mcpHttpErrorBody } from './http/mcp-http-error.format';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { mcpRealmTokens } from './mcp-realm';
-import { McpServerFactory } from './mcp-server.factory';
-import { MCP_PATH, MCP_REALM } from './mcp.constants';
+import { MCP_PATH, MCP_PROTOCOL, MCP_REALM } from './mcp.constants';
+import { mcpHttpErrorBody } from './mcp.errors';
+import { McpService } from './mcp.service';
 import { McpController } from './mcp.controller';
 import { McpGateway } from './mcp.gateway';
 import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
-import { McpSocketSessions } from './websocket/mcp-socket-sessions.service';
-import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
+import { ConnectionRegistry } from '../core/ws/connection-registry';
 
 /**
  * MCP at `/mcp`: the spec's envelope and plain frames over WebSocket, Streamable HTTP, and the
@@ -27,15 +26,13 @@ import { McpWsExceptionFilter } from './websocket/mcp-ws-exception.filter';
   imports: [HealthModule],
   controllers: [McpController],
   providers: [
-    McpServerFactory,
+    McpService,
     McpGateway,
-    McpSocketSessions,
     McpHttpSessions,
     McpDedicatedListener,
     McpAuthGuard,
     McpEnabledGuard,
     McpConnectionLimitGuard,
-    McpWsExceptionFilter,
   ],
 })
 export class McpModule implements OnModuleInit {
@@ -45,7 +42,7 @@ export class McpModule implements OnModuleInit {
     private readonly errorFormats: HttpErrorFormats,
     private readonly http: HttpAdapterHost,
     private readonly health: HealthService,
-    private readonly sockets: McpSocketSessions,
+    private readonly connections: ConnectionRegistry,
     private readonly httpSessions: McpHttpSessions,
   ) {}
 
@@ -56,7 +53,7 @@ export class McpModule implements OnModuleInit {
     if (this.config.mcp.enabled) {
       this.health.register('mcp', {
         critical: false,
-        check: () => ({ state: 'up', websocket_connections: this.sockets.size, http_sessions: this.httpSessions.size }),
+        check: () => ({ state: 'up', websocket_connections: this.connections.count(MCP_PROTOCOL), http_sessions: this.httpSessions.size }),
       });
     }
   }

@@ -12,9 +12,9 @@ import { UtcpService } from './utcp.service';
 export class UtcpEndpointGuard implements UpgradeGuard {
   constructor(private readonly utcp: UtcpService) {}
 
-  canUpgrade({ request, params, connection }: UpgradeContext): void {
+  canUpgrade({ request, params, principal }: UpgradeContext): void {
     if (streamParameter(request.url) === undefined) throw new UpgradeRefusedException(400, STREAM_PARAMETER_PROBLEM);
-    if (params.tool !== undefined && connection.principal !== undefined && !this.utcp.serves(params.tool)) {
+    if (params.tool !== undefined && principal !== undefined && !this.utcp.serves(params.tool)) {
       throw new UpgradeRefusedException(404, `Unknown tool "${params.tool}"`);
     }
   }

@@ -1,17 +1,15 @@
-import { UseFilters, UseGuards } from '@nestjs/common';
-import { SubscribeMessage } from '@nestjs/websockets';
-import { EMPTY, Observable, of } from 'rxjs';
-import { WebSocket } from 'ws';
 import { DeferrableBearerAuthGuard } from '../core/auth/deferrable-bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { MaybePromise, thenMaybe } from '../core/maybe-promise';
+import type { GatewayConnection } from '../core/ws/connection';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
-import { connectionOf } from '../core/ws/gateway-connection';
-import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
-import { InOrderQueue } from './in-order-queue';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import type { UtcpAuthFrame } from './dto/utcp.dto';
 import { streamParameter } from './request-endpoint';
 import { UtcpEndpointGuard } from './utcp-endpoint.guard';
-import { plainToolFrames, streamingToolFrames, TOOL_AUTH_OK_FRAME } from './utcp-frames';
-import { UtcpWsExceptionFilter } from './utcp-ws-exception.filter';
+import { answerUtcpToolFailure } from './utcp.errors';
+import { TOOL_AUTH_OK_FRAME, toolAnswerFrames, toolResponseFrame } from './utcp.frames';
 import { UtcpService } from './utcp.service';
 
 /**
@@ -21,67 +19,78 @@ import { UtcpService } from './utcp.service';
  * `?stream=true`, with a `tool_response` frame per result and a `stream_end` (the frames the
  * plugin's `call_tool_streaming` reads); a failure is a `tool_error` frame.
  *
- * The frames carry no id, so a connection's calls run one after another and are answered in
- * the order they came. Every handler here takes the same steps through Nest (the same guard, no
- * pipe or interceptor sets one apart), so Nest reaches them in arrival order, and each puts its
- * work in the connection's queue at once.
+ * The frames carry no id, so a connection's frames are served one after another, in the
+ * connection's serial queue, and answered in the order they came.
  *
  * A client without a token at the upgrade sends `{"type":"auth","token"}` first, answered by
- * `{"type":"auth_ok"}`; until then every frame is refused (`DeferrableBearerAuthGuard`). A frame
- * of type `auth` is always authentication here, never a call's arguments.
+ * `{"type":"auth_ok"}`; until then every frame is refused. A frame of type `auth` is always
+ * authentication here, never a call's arguments.
  */
 @ProtocolGateway({
+  protocol: 'utcp',
   path: '/utcp/:tool',
   upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
   oversizedFrames: 'answer',
 })
-@UseGuards(DeferrableBearerAuthGuard)
-@UseFilters(UtcpWsExceptionFilter)
-export class UtcpToolGateway {
-  private readonly queues = new WeakMap<WebSocket, InOrderQueue>();
+export class UtcpToolGateway implements ProtocolGatewayHooks {
+  constructor(
+    private readonly utcp: UtcpService,
+    private readonly auth: DeferrableBearerAuthGuard,
+  ) {}
 
-  constructor(private readonly utcp: UtcpService) {}
-
-  /** The guard checked the token before this runs; what is left is to say so, in turn. */
-  @SubscribeMessage('auth')
-  authenticated(socket: WebSocket): Observable<string> {
-    return this.inOrder(socket, () => of(TOOL_AUTH_OK_FRAME));
+  /** The token is checked at once; saying so waits its turn. */
+  @OnFrame('auth', { beforeAuth: true })
+  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): void {
+    this.auth.authenticate(connection, frame.token);
+    this.inOrder(connection, frame, () => void connection.send(TOOL_AUTH_OK_FRAME));
   }
 
-  @SubscribeMessage(FrameEvent.UNKNOWN_TYPE)
-  typedArguments(socket: WebSocket, args: object): Observable<string> {
-    return this.inOrder(socket, () => this.call(socket, args));
+  @OnFrame(FrameEvent.UNKNOWN_TYPE)
+  typedArguments(args: object, connection: GatewayConnection): void {
+    this.inOrder(connection, args, () => this.call(connection, args));
   }
 
-  @SubscribeMessage(FrameEvent.UNTYPED)
-  untypedArguments(socket: WebSocket, args: unknown): Observable<string> {
-    return this.inOrder(socket, () => this.call(socket, args));
+  @OnFrame(FrameEvent.UNTYPED)
+  untypedArguments(args: unknown, connection: GatewayConnection): void {
+    this.inOrder(connection, args, () => this.call(connection, args));
   }
 
-  @SubscribeMessage(FrameEvent.MALFORMED)
-  malformed(socket: WebSocket, frame: MalformedFrame): Observable<string> {
-    return this.inOrder(socket, () => {
+  @OnFrame(FrameEvent.MALFORMED)
+  malformed(frame: MalformedFrame, connection: GatewayConnection): void {
+    this.inOrder(connection, undefined, () => {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `${frame.reason}; send the arguments as a JSON object`);
     });
   }
 
-  @SubscribeMessage(FrameEvent.TOO_LARGE)
-  tooLarge(socket: WebSocket, frame: OversizedFrame): Observable<string> {
-    return this.inOrder(socket, () => {
+  @OnFrame(FrameEvent.TOO_LARGE)
+  tooLarge(frame: OversizedFrame, connection: GatewayConnection): void {
+    this.inOrder(connection, undefined, () => {
       throw new GatewayError(GatewayErrorCode.PAYLOAD_TOO_LARGE, `Frame of ${frame.bytes} bytes is over the ${frame.limit}-byte limit`);
     });
   }
 
-  private call(socket: WebSocket, args: unknown): Observable<string> {
-    const connection = connectionOf(socket);
-    const frames = streamParameter(connection.request.url) ? streamingToolFrames() : plainToolFrames();
-    return this.utcp.call(connection, connection.params.tool, args).pipe(frames);
+  onFrameError(error: unknown, frame: unknown, connection: GatewayConnection): void {
+    answerUtcpToolFailure(error, frame, connection);
   }
 
-  /** Queues `work` behind the connection's earlier frames; a socket closed meanwhile gets nothing. */
-  private inOrder(socket: WebSocket, work: () => Observable<string>): Observable<string> {
-    let queue = this.queues.get(socket);
-    if (!queue) this.queues.set(socket, (queue = new InOrderQueue()));
-    return queue.enqueue(() => (socket.readyState === WebSocket.OPEN ? work() : EMPTY));
+  private call(connection: GatewayConnection, args: unknown): MaybePromise<void> {
+    const streaming = streamParameter(connection.request.url) === true;
+    const outcome = this.utcp.call(
+      connection,
+      connection.params.tool,
+      args,
+      streaming ? (value) => connection.send(toolResponseFrame(value)) : undefined,
+    );
+    return thenMaybe(outcome, (settled) => {
+      for (const answer of toolAnswerFrames(settled, streaming)) connection.send(answer);
+    });
+  }
+
+  /** Serves `work` after the connection's earlier frames; it sends its own frames, and its failure is answered in its turn. */
+  private inOrder(connection: GatewayConnection, frame: unknown, work: () => MaybePromise<void>): void {
+    void connection
+      .queue()
+      .run(() => (connection.isOpen ? work() : undefined))
+      .catch((error: unknown) => this.onFrameError(error, frame, connection));
   }
 }

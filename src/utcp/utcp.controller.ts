@@ -1,7 +1,7 @@
 import { Controller, Get, Req, UseGuards } from '@nestjs/common';
 import type { Request } from 'express';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import type { UtcpManual } from './utcp.types';
+import type { UtcpManual } from './utcp.frames';
 import { UtcpService } from './utcp.service';
 
 /**

@@ -1,18 +1,12 @@
-import { UseFilters, UseGuards } from '@nestjs/common';
-import { ConnectedSocket, MessageBody, SubscribeMessage } from '@nestjs/websockets';
-import type { Observable } from 'rxjs';
-import type { WebSocket } from 'ws';
 import { DeferrableBearerAuthGuard } from '../core/auth/deferrable-bearer-auth.guard';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { frameValidationPipe } from '../core/validation/frame-validation.pipe';
-import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
-import { connectionOf } from '../core/ws/gateway-connection';
-import { ProtocolGateway } from '../core/ws/protocol-gateway.decorator';
-import { UtcpCallFrameDto, UtcpDiscoverFrameDto } from './dto/utcp-frame.dto';
+import { thenMaybe } from '../core/maybe-promise';
+import type { GatewayConnection } from '../core/ws/connection';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import { callFrameSchema, discoverFrameSchema, UtcpAuthFrame, UtcpCallFrame, UtcpDiscoverFrame } from './dto/utcp.dto';
 import { UtcpEndpointGuard } from './utcp-endpoint.guard';
-import { authOkFrame, callFrames, discoveryResponseFrame, requestIdOf } from './utcp-frames';
-import { UtcpWsExceptionFilter } from './utcp-ws-exception.filter';
-import type { UtcpManual, UtcpServerFrame } from './utcp.types';
+import { answerUtcpFailure } from './utcp.errors';
+import { authOkFrame, callAnswerFrame, discoveryResponseFrame, partialResultFrame, requestIdOf, UtcpManual, UtcpServerFrame } from './utcp.frames';
 import { UtcpService } from './utcp.service';
 
 /**
@@ -21,66 +15,49 @@ import { UtcpService } from './utcp.service';
  * by `{"type":"utcp"}` (what 1.x clients send: the bare manual) or `{"type":"discover"}` (a
  * `discovery_response` carrying the manual). The token comes at the upgrade (header or
  * `?token=`) or in a first `{"type":"auth","token"}` frame, acknowledged by `auth_ok`; until
- * then only that frame is served (`DeferrableBearerAuthGuard`). Failures are `error` frames
- * (see `UtcpWsExceptionFilter`); the socket stays open, unless an auth frame failed.
+ * then only that frame is served. Failures are `error` frames; the connection stays open,
+ * unless an auth frame failed.
  */
 @ProtocolGateway({
+  protocol: 'utcp',
   path: '/utcp',
   upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
   oversizedFrames: 'answer',
 })
-@UseGuards(DeferrableBearerAuthGuard)
-@UseFilters(UtcpWsExceptionFilter)
-export class UtcpGateway {
-  constructor(private readonly utcp: UtcpService) {}
+export class UtcpGateway implements ProtocolGatewayHooks {
+  constructor(
+    private readonly utcp: UtcpService,
+    private readonly auth: DeferrableBearerAuthGuard,
+  ) {}
 
-  /** The guard checked the token before this runs; what is left is to say so. */
-  @SubscribeMessage('auth')
-  authenticated(@MessageBody() frame: unknown): UtcpServerFrame {
+  /** Streamed pieces go out as they come; the answer is the call's last frame. */
+  @OnFrame('call', { schema: callFrameSchema })
+  call(frame: UtcpCallFrame, connection: GatewayConnection) {
+    let streamed = false;
+    const outcome = this.utcp.call(connection, frame.tool, frame.params, (value) => {
+      streamed = true;
+      connection.send(partialResultFrame(frame.id, value));
+    });
+    return thenMaybe(outcome, (settled) => callAnswerFrame(frame.id, settled, streamed));
+  }
+
+  @OnFrame('utcp')
+  manual(_frame: unknown, connection: GatewayConnection): UtcpManual {
+    return this.utcp.manual(connection.request);
+  }
+
+  @OnFrame('discover', { schema: discoverFrameSchema })
+  discover(frame: UtcpDiscoverFrame, connection: GatewayConnection): UtcpServerFrame {
+    return discoveryResponseFrame(frame.id, this.utcp.manual(connection.request));
+  }
+
+  @OnFrame('auth', { beforeAuth: true })
+  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): UtcpServerFrame {
+    this.auth.authenticate(connection, frame.token);
     return authOkFrame(requestIdOf(frame));
   }
 
-  @SubscribeMessage('utcp')
-  manual(@ConnectedSocket() socket: WebSocket): UtcpManual {
-    return this.utcp.manual(connectionOf(socket).request);
-  }
-
-  @SubscribeMessage('discover')
-  discover(
-    @ConnectedSocket() socket: WebSocket,
-    @MessageBody(frameValidationPipe) frame: UtcpDiscoverFrameDto,
-  ): UtcpServerFrame {
-    return discoveryResponseFrame(frame.id, this.utcp.manual(connectionOf(socket).request));
-  }
-
-  @SubscribeMessage('call')
-  call(
-    @ConnectedSocket() socket: WebSocket,
-    @MessageBody(frameValidationPipe) frame: UtcpCallFrameDto,
-  ): Observable<UtcpServerFrame> {
-    return this.utcp.call(connectionOf(socket), frame.tool, frame.params).pipe(callFrames(frame.id));
-  }
-
-  @SubscribeMessage(FrameEvent.UNKNOWN_TYPE)
-  unknownType(@MessageBody() frame: { type: string }): never {
-    throw new GatewayError(
-      GatewayErrorCode.UNKNOWN_MESSAGE_TYPE,
-      `Unknown frame type ${JSON.stringify(frame.type)}: expected "call", "utcp", "discover" or "auth"`,
-    );
-  }
-
-  @SubscribeMessage(FrameEvent.UNTYPED)
-  untyped(): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'A frame must be a JSON object with a string "type"');
-  }
-
-  @SubscribeMessage(FrameEvent.MALFORMED)
-  malformed(@MessageBody() frame: MalformedFrame): never {
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, frame.reason);
-  }
-
-  @SubscribeMessage(FrameEvent.TOO_LARGE)
-  tooLarge(@MessageBody() frame: OversizedFrame): never {
-    throw new GatewayError(GatewayErrorCode.PAYLOAD_TOO_LARGE, `Frame of ${frame.bytes} bytes is over the ${frame.limit}-byte limit`);
+  onFrameError(error: unknown, frame: unknown, connection: GatewayConnection): void {
+    answerUtcpFailure(error, frame, connection);
   }
 }

@@ -1,5 +1,6 @@
 import { defineTool } from '../../test/support/define-tool';
-import { ManualEndpoint, resultOf, toUtcpManual, toUtcpTool } from './utcp.mapper';
+import { resultOf } from './utcp.frames';
+import { ManualEndpoint, toUtcpManual, toUtcpTool } from './utcp.mapper';
 
 const endpoint = (overrides: Partial<ManualEndpoint> = {}): ManualEndpoint => ({
   baseUrl: 'wss://tools.example.com/gw',

@@ -1,4 +1,4 @@
-import type { ToolDefinition, ToolSuccess } from '../core/tools/tool-definition';
+import type { ToolDefinition } from '../core/tools/tool-definition';
 import {
   TOKEN_VARIABLE,
   UTCP_MANUAL_VERSION,
@@ -6,7 +6,7 @@ import {
   UtcpManual,
   UtcpManualTool,
   UtcpWebSocketCallTemplate,
-} from './utcp.types';
+} from './utcp.frames';
 
 /** Where and how the client that asks for the manual reaches the gateway. */
 export interface ManualEndpoint {
@@ -52,12 +52,4 @@ export function toUtcpManual(tools: ToolDefinition[], endpoint: ManualEndpoint):
     manual_version: UTCP_MANUAL_VERSION,
     tools: tools.map((tool) => toUtcpTool(tool, endpoint)),
   };
-}
-
-/**
- * The JSON value a UTCP answer carries for a successful call: the tool's value, else the content
- * blocks it produced itself (upstream MCP tools), else `null`.
- */
-export function resultOf(outcome: Pick<ToolSuccess, 'value' | 'content'>): unknown {
-  return outcome.value !== undefined ? outcome.value : (outcome.content ?? null);
 }

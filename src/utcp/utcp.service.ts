@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
-import type { Observable } from 'rxjs';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import type { ToolStreamEvent } from '../core/tools/tool-definition';
+import type { MaybePromise } from '../core/maybe-promise';
+import type { ToolOutcome } from '../core/tools/tool-definition';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
-import type { GatewayConnection } from '../core/ws/gateway-connection';
+import type { FrameConnection } from '../core/ws/connection';
 import { publicWebSocketBase, STREAM_PARAMETER_PROBLEM, streamParameter } from './request-endpoint';
+import type { UtcpManual } from './utcp.frames';
 import { toUtcpManual } from './utcp.mapper';
-import type { UtcpManual } from './utcp.types';
 
 /**
  * UTCP's operations over the catalogue, shared by the HTTP manual, `/utcp` and `/utcp/<tool>`:
@@ -40,8 +40,16 @@ export class UtcpService {
     return this.registry.get(toolName) !== undefined;
   }
 
-  /** Calls a tool for `connection`: its partial results, then its outcome; unsubscribing cancels it. */
-  call(connection: GatewayConnection, toolName: string, args: unknown): Observable<ToolStreamEvent> {
-    return this.registry.stream(toolName, args, { principal: connection.principal, connectionId: connection.id });
+  /**
+   * Calls a tool for `connection`: each partial result to `onPartial`, then the outcome (at once
+   * when the tool answered at once). The call stops when the connection closes.
+   */
+  call(connection: FrameConnection, toolName: string, args: unknown, onPartial?: (value: unknown) => void): MaybePromise<ToolOutcome> {
+    return this.registry.invoke(toolName, args, {
+      principal: connection.principal,
+      connectionId: connection.id,
+      signal: connection.signal,
+      onPartial,
+    });
   }
 }

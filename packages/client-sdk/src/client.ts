@@ -15,7 +15,7 @@ import {
   ToolCallFrame,
   ToolRegistration,
   ToolsRegisteredFrame,
-} from './frames.js';
+} from './protocol/index.js';
 import {
   ConfigureRequest,
   EndSessionRequest,

@@ -1,4 +1,4 @@
-import type { ErrorFrame, GatewayErrorCode } from './frames.js';
+import type { ErrorFrame, GatewayErrorCode } from './protocol/index.js';
 
 /** Failures the client itself detects; the gateway never sends these codes. */
 export type ClientErrorCode =

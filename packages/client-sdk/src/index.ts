@@ -13,5 +13,4 @@ export { DEFAULT_RECONNECT } from './backoff.js';
 export type { ReconnectOptions } from './backoff.js';
 export type { ClientTool, ToolCallContext, ToolHandler } from './tools.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';
-export { GATEWAY_ERROR_CODES, LANGUAGE_CODES, MAX_TOKENS_CEILING, SERVER_FRAME_TYPES, parseServerFrame } from './frames.js';
-export type * from './frames.js';
+export * from './protocol/index.js';

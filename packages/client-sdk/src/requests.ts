@@ -10,7 +10,7 @@ import type {
   StartSessionFrame,
   TextInputFrame,
   ToolsRegisteredFrame,
-} from './frames.js';
+} from './protocol/index.js';
 
 /** What a request made of a frame offered to it. */
 export type Offer = 'consumed' | 'finished' | 'not-mine';

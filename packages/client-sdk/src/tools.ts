@@ -1,4 +1,4 @@
-import type { ToolCallbackFrame, ToolDefinition, ToolResultFrame } from './frames.js';
+import type { ToolCallbackFrame, ToolDefinition, ToolResultFrame } from './protocol/index.js';
 
 /** What a tool handler learns about the call it serves. */
 export interface ToolCallContext {

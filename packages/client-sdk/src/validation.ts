@@ -1,4 +1,4 @@
-import { ConfigureSettings, LANGUAGE_CODES, MAX_TOKENS_CEILING } from './frames.js';
+import { ConfigureSettings, LANGUAGE_CODES, MAX_TOKENS_CEILING } from './protocol/index.js';
 
 /**
  * Checks a request the way the gateway will, before it is sent. The gateway answers a request

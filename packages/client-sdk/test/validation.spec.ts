@@ -1,4 +1,4 @@
-import { parseServerFrame } from '../src/frames';
+import { parseServerFrame } from '../src/protocol/index';
 import { checkSettings, checkText } from '../src/validation';
 
 describe('request checks', () => {

@@ -1,14 +1,5 @@
-import {
-  CanActivate,
-  ExecutionContext,
-  ForbiddenException,
-  Injectable,
-  UnauthorizedException,
-} from '@nestjs/common';
+import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
-import type { WebSocket } from 'ws';
-import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import { connectionOf } from '../ws/gateway-connection';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { AccessTokenService, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
@@ -19,11 +10,10 @@ export interface AuthenticatedRequest extends IncomingMessage {
 }
 
 /**
- * Bearer auth for every protocol, one guard:
- * - at a WebSocket upgrade (`upgradeGuards`), so a refused client gets 401/403 and no socket;
- * - on HTTP routes (`@UseGuards`), answering 401/403;
- * - on WebSocket messages (`@UseGuards` on a gateway), letting through only connections whose
- *   principal was established, at the upgrade or by a protocol's own auth frame.
+ * Bearer auth for every protocol, one guard, checked once per connection or request:
+ * - at a WebSocket upgrade (`upgradeGuards`), so a refused client gets 401/403 and no socket,
+ *   and the connection starts with its principal, which its frames only read;
+ * - on HTTP routes (`@UseGuards`), answering 401/403.
  *
  * It checks the shared realm; a protocol with a realm of its own extends it and overrides
  * {@link realm} (see `AccessTokenService.defineRealm`).
@@ -41,14 +31,10 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
       const headers: Record<string, string> = result.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {};
       throw new UpgradeRefusedException(result.status, result.reason, headers);
     }
-    context.connection.principal = result.principal;
+    context.principal = result.principal;
   }
 
   canActivate(context: ExecutionContext): boolean {
-    if (context.getType() === 'ws') {
-      if (connectionOf(context.switchToWs().getClient<WebSocket>()).principal !== undefined) return true;
-      throw new GatewayError(GatewayErrorCode.UNAUTHORIZED, 'Not authenticated');
-    }
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const result = this.tokens.authenticate(readBearerToken(request), this.realm);
     if (!result.ok) {

@@ -1,8 +1,6 @@
-import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
-import type { WebSocket } from 'ws';
+import type { GatewayConnection } from '../ws/connection';
+import { UpgradeContext, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { loadGatewayConfig } from '../../config/gateway-config';
-import { attachConnection, GatewayConnection } from '../ws/gateway-connection';
-import { UpgradeRefusedException } from '../ws/upgrade-guard';
 import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
 import { DeferrableBearerAuthGuard } from './deferrable-bearer-auth.guard';
 
@@ -10,22 +8,16 @@ describe('DeferrableBearerAuthGuard', () => {
   const guardWith = (tokens: string) =>
     new DeferrableBearerAuthGuard(new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens })));
 
-  /** Runs the upgrade check; the connection it accepted (its principal tells who it is). */
-  const upgrade = (guard: DeferrableBearerAuthGuard, headers: Record<string, string> = {}, url = '/utcp'): GatewayConnection => {
-    const request = { headers, url } as GatewayConnection['request'];
-    const connection: GatewayConnection = { id: 'c1', route: '/utcp', params: {}, request };
-    guard.canUpgrade({ request, url: new URL(url, 'http://gateway.invalid'), params: {}, openConnections: 0, connection });
-    return connection;
-  };
-
-  /** A frame as a `@UseGuards` guard sees it, on a socket accepted for `connection`. */
-  const frameOn = (connection: GatewayConnection, frame: unknown) => {
-    const socket = {} as WebSocket;
-    attachConnection(socket, connection);
-    const context = new ExecutionContextHost([socket, frame]);
-    context.setType('ws');
+  /** Runs the upgrade check; its context tells who the connection starts as (the principal). */
+  const upgrade = (guard: DeferrableBearerAuthGuard, headers: Record<string, string> = {}, url = '/utcp'): UpgradeContext => {
+    const request = { headers, url } as UpgradeContext['request'];
+    const context: UpgradeContext = { request, url: new URL(url, 'http://gateway.invalid'), params: {}, protocol: 'utcp', openConnections: 0 };
+    guard.canUpgrade(context);
     return context;
   };
+
+  /** A connection that came in as the upgrade left it. */
+  const connectionAfter = (context: UpgradeContext) => ({ principal: context.principal }) as GatewayConnection;
 
   describe('at the upgrade', () => {
     it('lets a client that offers no credential in, unauthenticated', () => {
@@ -60,25 +52,23 @@ describe('DeferrableBearerAuthGuard', () => {
     });
   });
 
-  describe('on frames', () => {
-    it('authenticates the connection from a good auth frame', () => {
+  describe('by an auth frame', () => {
+    it('authenticates the connection from a good token', () => {
       const guard = guardWith('secret');
-      const connection = upgrade(guard);
-      expect(guard.canActivate(frameOn(connection, { type: 'auth', token: 'secret' }))).toBe(true);
+      const connection = connectionAfter(upgrade(guard));
+      guard.authenticate(connection, 'secret');
       expect(connection.principal).toMatch(/^token:/);
-      expect(guard.canActivate(frameOn(connection, { type: 'call' }))).toBe(true);
     });
 
     it.each([
-      [{ type: 'auth', token: 'nope' }, 'FORBIDDEN', /Invalid token/],
-      [{ type: 'auth' }, 'UNAUTHORIZED', /needs a token/],
-      [{ type: 'auth', token: 42 }, 'UNAUTHORIZED', /needs a token/],
-      [{ type: 'call', id: 1 }, 'UNAUTHORIZED', /Not authenticated/],
-      [null, 'UNAUTHORIZED', /Not authenticated/],
-    ])('refuses %o on an unauthenticated connection, which stays so', (frame, code, message) => {
+      ['nope', 'FORBIDDEN', /Invalid token/],
+      [undefined, 'UNAUTHORIZED', /needs a token/],
+      [42, 'UNAUTHORIZED', /needs a token/],
+      ['', 'UNAUTHORIZED', /needs a token/],
+    ])('refuses the token %o, and the connection stays unauthenticated', (token, code, message) => {
       const guard = guardWith('secret');
-      const connection = upgrade(guard);
-      expect(() => guard.canActivate(frameOn(connection, frame))).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }));
+      const connection = connectionAfter(upgrade(guard));
+      expect(() => guard.authenticate(connection, token)).toThrow(expect.objectContaining({ code, message: expect.stringMatching(message) }));
       expect(connection.principal).toBeUndefined();
     });
   });

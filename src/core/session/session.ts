@@ -1,5 +1,10 @@
-/** The ten response languages of the LLM gateway spec (7.2). */
-export const LANGUAGES = {
+import type { LanguageCode } from '../llm-contract';
+
+export { LANGUAGE_CODES } from '../llm-contract';
+export type { LanguageCode } from '../llm-contract';
+
+/** The ten response languages of the LLM gateway spec (7.2), by the wire contract's codes. */
+export const LANGUAGES: { readonly [Code in LanguageCode]: { name: string; native: string } } = {
   zh: { name: 'Chinese', native: '中文' },
   en: { name: 'English', native: 'English' },
   ja: { name: 'Japanese', native: '日本語' },
@@ -10,11 +15,7 @@ export const LANGUAGES = {
   pt: { name: 'Portuguese', native: 'Português' },
   es: { name: 'Spanish', native: 'Español' },
   it: { name: 'Italian', native: 'Italiano' },
-} as const;
-
-export type LanguageCode = keyof typeof LANGUAGES;
-
-export const LANGUAGE_CODES = Object.keys(LANGUAGES) as LanguageCode[];
+};
 
 /** How the model answers in this session; `configure` and the language/role-play tools change it. */
 export interface SessionSettings {

@@ -2,20 +2,10 @@ import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { MaybePromise, thenMaybe } from '../maybe-promise';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
-import { textOfContent, ToolContentResult } from './tool-content';
-import {
-  ToolCallContext,
-  ToolCatalogueChange,
-  ToolDefinition,
-  ToolFailure,
-  ToolFailureCode,
-  ToolOutcome,
-  ToolSpec,
-  ToolStreamEvent,
-  ToolSuccess,
-} from './tool-definition';
-import { ToolError } from './tool-error';
+import type { ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec, ToolStreamEvent } from './tool-definition';
+import { CatalogueEntry, Cancellation, checkArguments, InvokeOptions, PreparedToolCall, ToolCallOptions, ToolInvoker } from './tool-invoker';
 import { toolNameProblem } from './tool-name';
 
 /** Raised when a tool cannot join the catalogue; the message says why. */
@@ -26,28 +16,14 @@ export class ToolRegistrationError extends GatewayError {
   }
 }
 
-/** What the caller of {@link ToolRegistryService.call} may tell about the call. */
-export type ToolCallOptions = Partial<ToolCallContext>;
-
-type PartialResultListener = (value: unknown) => void;
-
-/** Filled in by a running call: how {@link ToolRegistryService.stream} stops it when its subscriber leaves. */
-interface Cancellation {
-  cancel?: () => void;
-}
-
-interface CatalogueEntry {
-  tool: ToolDefinition;
-  validate: ArgumentsValidator;
-}
-
-class ToolTimeoutSignal extends Error {}
+export type { ToolCallOptions } from './tool-invoker';
 
 /**
  * The one catalogue of tools behind every protocol. Shared tools (built-in, `@Tool()` methods,
  * upstream MCP servers) are visible to everyone; client tools belong to one connection and are
- * visible only to it. Arguments are validated against the tool's schema before any handler
- * runs, every call has a time limit, and a call always ends in a {@link ToolOutcome}.
+ * visible only to it. Calls go through its {@link ToolInvoker}: arguments are validated against
+ * the tool's schema before any handler runs, every call has a time limit, and a call always ends
+ * in a {@link ToolOutcome}.
  */
 @Injectable()
 export class ToolRegistryService implements OnModuleDestroy {
@@ -56,6 +32,7 @@ export class ToolRegistryService implements OnModuleDestroy {
   private readonly shared = new Map<string, CatalogueEntry>();
   private readonly perConnection = new Map<string, Map<string, CatalogueEntry>>();
   private readonly changeStream = new Subject<ToolCatalogueChange>();
+  private readonly invoker = new ToolInvoker((name, connectionId) => this.entry(name, connectionId), this.logger);
 
   /** Every addition and removal, shared or per connection. */
   readonly changes: Observable<ToolCatalogueChange> = this.changeStream.asObservable();
@@ -150,7 +127,26 @@ export class ToolRegistryService implements OnModuleDestroy {
    * drained: the outcome's value is its final result (what it returned, else its last piece).
    */
   call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
-    return this.invoke(name, args, options);
+    return Promise.resolve(this.invoker.invoke(name, args, options));
+  }
+
+  /**
+   * {@link call} for the protocols' hot paths: the outcome at once when the handler answered
+   * synchronously, a promise otherwise; partial results of a streaming tool go to
+   * `options.onPartial`, and `options.cancellation` is filled with a way to stop the call.
+   */
+  invoke(name: string, args: unknown, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
+    return this.invoker.invoke(name, args, options);
+  }
+
+  /** Looks a call up and checks its arguments once, for a caller that decides something before running it. */
+  prepare(name: string, args: unknown, connectionId?: string): PreparedToolCall {
+    return this.invoker.prepare(name, args, connectionId);
+  }
+
+  /** Runs a call {@link prepare} made, without checking its arguments again. */
+  run(prepared: PreparedToolCall, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
+    return this.invoker.run(prepared, options);
   }
 
   /**
@@ -163,14 +159,16 @@ export class ToolRegistryService implements OnModuleDestroy {
     return new Observable<ToolStreamEvent>((subscriber) => {
       const cancellation: Cancellation = {};
       let over = false;
-      void this.invoke(name, args, options, (value) => subscriber.next({ type: 'partial', value }), cancellation).then(
-        (outcome) => {
-          over = true;
-          subscriber.next({ type: 'outcome', outcome });
-          subscriber.complete();
-        },
-      );
-      // Aborting builds a DOMException and runs the listeners: worth it only for a call still running.
+      const outcome = this.invoker.invoke(name, args, {
+        ...options,
+        cancellation,
+        onPartial: (value) => subscriber.next({ type: 'partial', value }),
+      });
+      void thenMaybe(outcome, (settled) => {
+        over = true;
+        subscriber.next({ type: 'outcome', outcome: settled });
+        subscriber.complete();
+      });
       return () => {
         if (!over) cancellation.cancel?.();
       };
@@ -185,84 +183,8 @@ export class ToolRegistryService implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
+    this.invoker.stop();
     this.changeStream.complete();
-  }
-
-  private async invoke(
-    name: string,
-    args: unknown,
-    options: ToolCallOptions,
-    onPartial?: PartialResultListener,
-    cancellation?: Cancellation,
-  ): Promise<ToolOutcome> {
-    const entry = this.entry(name, options.connectionId);
-    if (!entry) return failure('TOOL_NOT_FOUND', `Unknown tool "${name}"`, performance.now());
-    return this.run(entry, args, options, onPartial, cancellation);
-  }
-
-  private async run(
-    entry: CatalogueEntry,
-    rawArgs: unknown,
-    options: ToolCallOptions,
-    onPartial?: PartialResultListener,
-    cancellation?: Cancellation,
-  ): Promise<ToolOutcome> {
-    const { tool } = entry;
-    const started = performance.now();
-    const args = rawArgs ?? {};
-    const problem = checkArguments(entry, args);
-    if (problem) {
-      return failure('INVALID_TOOL_PARAMETERS', `Invalid arguments for tool "${tool.name}": ${problem}`, started);
-    }
-    if (options.signal?.aborted) return cancelled(tool, started);
-
-    // One controller and one promise per call: the handler's signal, and what ends the race
-    // early (the time limit, the caller going away).
-    const controller = new AbortController();
-    let interrupt!: (reason: unknown) => void;
-    const interrupted = new Promise<never>((_, reject) => {
-      interrupt = (reason) => {
-        controller.abort(reason);
-        reject(reason);
-      };
-    });
-    let cancelledByCaller = false;
-    const cancel = () => {
-      cancelledByCaller = true;
-      interrupt(options.signal?.reason ?? new DOMException('The caller went away', 'AbortError'));
-    };
-    options.signal?.addEventListener('abort', cancel, { once: true });
-    if (cancellation) cancellation.cancel = cancel;
-    const timer = setTimeout(() => interrupt(new ToolTimeoutSignal()), tool.timeoutMs);
-
-    try {
-      const running = Promise.resolve()
-        .then(() => tool.handler(args as Record<string, unknown>, { ...options, signal: controller.signal }))
-        .then((result) => (isAsyncIterable(result) ? finalResultOf(result, controller.signal, onPartial) : result));
-      // A handler that ignores the signal may still settle after its deadline; nobody awaits it then.
-      running.catch(() => undefined);
-      return success(await Promise.race([running, interrupted]), started);
-    } catch (error) {
-      if (cancelledByCaller && !(error instanceof ToolTimeoutSignal)) return cancelled(tool, started);
-      return this.describeFailure(tool, error, started);
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', cancel);
-    }
-  }
-
-  private describeFailure(tool: ToolDefinition, error: unknown, started: number): ToolFailure {
-    if (error instanceof ToolTimeoutSignal) {
-      return failure('TOOL_TIMEOUT', `Tool "${tool.name}" did not finish within ${tool.timeoutMs / 1000} s`, started);
-    }
-    if (error instanceof ToolError) {
-      return { ...failure('TOOL_EXECUTION_FAILED', error.message, started), details: error.details };
-    }
-    if (error instanceof GatewayError && isToolFailureCode(error.code)) {
-      return failure(error.code, error.message, started);
-    }
-    this.logger.error(`Tool "${tool.name}" threw: ${(error as Error)?.stack ?? String(error)}`);
-    return failure('TOOL_EXECUTION_FAILED', `Tool "${tool.name}" failed with an internal error`, started);
   }
 
   private entry(name: string, connectionId?: string): CatalogueEntry | undefined {
@@ -275,73 +197,4 @@ export class ToolRegistryService implements OnModuleDestroy {
     if (!entries && create) this.perConnection.set(connectionId, (entries = new Map()));
     return entries;
   }
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function'
-  );
-}
-
-/**
- * Drains a streaming handler, passing each piece to `onPartial`, and resolves with its final
- * result: what it returned, else the last piece it yielded. Once the call is over (time limit,
- * cancellation) the iterator is closed, and whatever it still yields is dropped: no piece
- * arrives after the outcome.
- */
-async function finalResultOf(
-  pieces: AsyncIterable<unknown>,
-  signal: AbortSignal,
-  onPartial?: PartialResultListener,
-): Promise<unknown> {
-  const iterator = pieces[Symbol.asyncIterator]();
-  const close = () => void Promise.resolve(iterator.return?.()).catch(() => undefined);
-  signal.addEventListener('abort', close, { once: true });
-  let last: unknown;
-  try {
-    for (;;) {
-      const step = await iterator.next();
-      if (signal.aborted) return undefined;
-      if (step.done) return step.value !== undefined ? step.value : last;
-      last = step.value;
-      onPartial?.(last);
-    }
-  } finally {
-    signal.removeEventListener('abort', close);
-  }
-}
-
-function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) return 'arguments must be a JSON object';
-  return entry.validate(args);
-}
-
-const TOOL_FAILURE_CODES = new Set<string>([
-  'TOOL_NOT_FOUND',
-  'INVALID_TOOL_PARAMETERS',
-  'TOOL_EXECUTION_FAILED',
-  'TOOL_TIMEOUT',
-  'TOOL_UNAVAILABLE',
-]);
-
-function isToolFailureCode(code: string): code is ToolFailureCode {
-  return TOOL_FAILURE_CODES.has(code);
-}
-
-function cancelled(tool: ToolDefinition, started: number): ToolFailure {
-  return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
-}
-
-/** A handler's return value as a success; a {@link ToolContentResult} is unwrapped into its blocks and value. */
-function success(returned: unknown, started: number): ToolSuccess {
-  const durationMs = performance.now() - started;
-  if (!(returned instanceof ToolContentResult)) return { ok: true, value: returned, durationMs };
-  const { content, structuredContent } = returned;
-  return { ok: true, value: structuredContent ?? textOfContent(content), content, durationMs };
-}
-
-function failure(code: ToolFailureCode, message: string, started: number): ToolFailure {
-  return { ok: false, code, message, durationMs: performance.now() - started };
 }

@@ -1,8 +1,8 @@
 /**
- * Events the parser emits for frames that cannot be routed by their `type`. A gateway handles
- * the ones its protocol answers with `@SubscribeMessage(FrameEvent.X)`; the rest are dropped.
- * They start with `#`, which no protocol's `type` does, and a frame whose `type` starts with
- * `#` is routed as an unknown type rather than to these handlers.
+ * Events the parser emits for frames that cannot be routed by their `type`. The dispatcher
+ * refuses them in words every protocol maps to its own answer, unless a gateway handles one
+ * itself with `@OnFrame(FrameEvent.X)`. They start with `#`, which no protocol's `type` does,
+ * and a frame whose `type` starts with `#` is routed as an unknown type rather than to these.
  */
 export const FrameEvent = {
   /** Not JSON. Data: {@link MalformedFrame}. */

@@ -1,58 +1,56 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Observable } from 'rxjs';
-import { WebSocket } from 'ws';
-
-export interface HeartbeatSettings {
-  /** How often the server pings. */
+export interface HeartbeatOptions {
+  /** How often to ping. */
   intervalMs: number;
-  /** How long a socket may stay silent (no pong, no frame) before it is closed. */
+  /** How long without a sign of life ends the connection. */
   timeoutMs: number;
+  ping(): void;
+  onTimeout(): void;
 }
-
-/** Close code and reason for a socket whose peer stopped answering. */
-export const HEARTBEAT_CLOSE = { code: 1001, reason: 'Heartbeat timeout' } as const;
-
-/** How long a timed-out socket gets to finish the close handshake before it is cut. */
-const CLOSE_GRACE_MS = 1000;
 
 /**
- * WebSocket-level keep-alive: a ping every `intervalMs`; a socket that has answered no ping and
- * sent no frame for `timeoutMs` is closed with 1001, so dead peers do not hold connections and
- * sessions open. Every handled frame counts as a sign of life (see {@link HeartbeatInterceptor}).
+ * Keep-alive for one connection: a ping every `intervalMs`, and `onTimeout` once nothing has
+ * proved the peer alive ({@link alive}) for `timeoutMs`. `alive()` only notes the time, since
+ * it runs for every frame; the deadline timer checks that note when it fires and re-arms for
+ * what is left. Stops itself on timeout; the connection stops it when it closes, so no timer
+ * outlives its connection.
  */
-@Injectable()
-export class WsHeartbeat {
-  private readonly lastSeen = new WeakMap<WebSocket, number>();
+export class Heartbeat {
+  private readonly pinger: NodeJS.Timeout;
+  private deadline: NodeJS.Timeout;
+  private lastSeen = Date.now();
+  private stopped = false;
 
-  watch(socket: WebSocket, { intervalMs, timeoutMs }: HeartbeatSettings): void {
-    this.alive(socket);
-    const timer = setInterval(() => {
-      if (socket.readyState !== WebSocket.OPEN) return;
-      if (Date.now() - (this.lastSeen.get(socket) ?? 0) > timeoutMs) {
-        clearInterval(timer);
-        socket.close(HEARTBEAT_CLOSE.code, HEARTBEAT_CLOSE.reason);
-        setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
-        return;
-      }
-      socket.ping();
-    }, intervalMs);
+  constructor(private readonly options: HeartbeatOptions) {
+    this.pinger = setInterval(options.ping, options.intervalMs);
+    this.pinger.unref();
+    this.deadline = this.arm(options.timeoutMs);
+  }
+
+  /** A pong or a frame arrived: the timeout starts over. */
+  alive(): void {
+    this.lastSeen = Date.now();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.pinger);
+    clearTimeout(this.deadline);
+  }
+
+  private arm(delayMs: number): NodeJS.Timeout {
+    const timer = setTimeout(() => this.check(), delayMs);
     timer.unref();
-    socket.on('pong', () => this.alive(socket));
-    socket.once('close', () => clearInterval(timer));
+    return timer;
   }
 
-  alive(socket: WebSocket): void {
-    this.lastSeen.set(socket, Date.now());
-  }
-}
-
-/** Marks the socket alive whenever one of its frames is handled. */
-@Injectable()
-export class HeartbeatInterceptor implements NestInterceptor {
-  constructor(private readonly heartbeat: WsHeartbeat) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    this.heartbeat.alive(context.switchToWs().getClient<WebSocket>());
-    return next.handle();
+  private check(): void {
+    if (this.stopped) return;
+    const left = this.lastSeen + this.options.timeoutMs - Date.now();
+    if (left > 0) {
+      this.deadline = this.arm(left);
+      return;
+    }
+    this.stop();
+    this.options.onTimeout();
   }
 }

@@ -1,15 +1,16 @@
 import type { IncomingMessage } from 'http';
-import type { GatewayConnection } from './gateway-connection';
 
 /** What an upgrade guard sees: the HTTP upgrade request, before any socket exists. */
 export interface UpgradeContext {
   readonly request: IncomingMessage;
   readonly url: URL;
   readonly params: Readonly<Record<string, string>>;
-  /** Open connections on this route right now (for connection limits). */
+  /** The route's protocol (`llm`, `mcp`...). */
+  readonly protocol: string;
+  /** Open connections of this protocol right now (for connection limits). */
   readonly openConnections: number;
-  /** The connection-to-be; guards record what they learn on it (the principal). */
-  readonly connection: GatewayConnection;
+  /** Who the client is, once a guard has authenticated it; the connection starts with it. */
+  principal?: string;
 }
 
 /**

@@ -7,7 +7,7 @@ import { StartupError } from '../../core/errors/startup-error';
 import { GATEWAY_CONFIG, GatewayConfig, logSettingsFrom } from '../../config/gateway-config';
 import { GatewayLogger } from '../../core/logging/gateway-logger';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
-import { LiteMcpService } from '../litemcp.service';
+import { LiteMcpGateway } from '../litemcp.gateway';
 import { LiteMcpStdioServer } from './litemcp-stdio.server';
 
 const USAGE = `Usage: litemcp-stdio --tool <name>
@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`Unknown tool "${options.tool}". Available: ${registry.list().map((t) => t.name).join(', ')}\n`);
       return 2;
     }
-    const server = new LiteMcpStdioServer(app.get(LiteMcpService), options.tool!, config.server.maxMessageBytes);
+    const server = new LiteMcpStdioServer(app.get(LiteMcpGateway), options.tool!, config.server.maxMessageBytes);
     await server.serve(process.stdin, process.stdout);
     return 0;
   } finally {

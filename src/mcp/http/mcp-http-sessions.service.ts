@@ -6,8 +6,8 @@ import { randomUUID } from 'crypto';
 import type { ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
-import { jsonRpcError, SERVER_ERROR } from '../json-rpc-error';
-import { McpServerFactory } from '../mcp-server.factory';
+import { jsonRpcError, SERVER_ERROR } from '../mcp.errors';
+import { McpService } from '../mcp.service';
 
 const STREAMABLE_HTTP_METHODS = ['GET', 'POST', 'DELETE'];
 
@@ -67,7 +67,7 @@ export class McpHttpSessions implements BeforeApplicationShutdown {
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    private readonly servers: McpServerFactory,
+    private readonly mcp: McpService,
   ) {}
 
   get size(): number {
@@ -106,7 +106,7 @@ export class McpHttpSessions implements BeforeApplicationShutdown {
       sessionIdGenerator: () => sessionId,
       onsessioninitialized: () => void this.sessions.set(sessionId, session),
     });
-    const server = this.servers.create({ principal, connectionId: sessionId });
+    const server = this.mcp.createServer({ principal, connectionId: sessionId });
     const session = new HttpSession(principal, transport, server, this.config.session.timeoutMs, () => this.sessions.delete(sessionId));
     return session;
   }

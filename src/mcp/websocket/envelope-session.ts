@@ -1,12 +1,10 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { randomUUID } from 'crypto';
-import { WebSocket } from 'ws';
-import type { GatewayConnection } from '../../core/ws/gateway-connection';
-import type { AuthEnvelope, EnvelopeDto, MessageEnvelopeDto } from '../dto/envelope.dto';
+import type { GatewayConnection } from '../../core/ws/connection';
+import type { AuthEnvelope, ClientEnvelope, MessageEnvelope } from '../dto/mcp.dto';
 import { MCP_REALM } from '../mcp.constants';
-import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEnvelope } from './envelope';
+import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEnvelope } from '../mcp.frames';
 import { EnvelopeTransport } from './envelope.transport';
-import { Heartbeat } from './heartbeat';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 
 /** How long a client has to answer the server's `close` at shutdown. */
@@ -24,13 +22,11 @@ export class EnvelopeSession implements McpSocketSession {
   readonly sessionId = `ws-session-${randomUUID()}`;
   private state: State = 'authenticating';
   private readonly authDeadline: NodeJS.Timeout;
-  private heartbeat?: Heartbeat;
   private transport?: EnvelopeTransport;
   private server?: Server;
   private disposed = false;
 
   constructor(
-    private readonly socket: WebSocket,
     private readonly connection: GatewayConnection,
     private readonly context: McpSessionContext,
   ) {
@@ -39,6 +35,7 @@ export class EnvelopeSession implements McpSocketSession {
       this.reportError(new EnvelopeError(EnvelopeErrorCode.AUTH_TIMEOUT, `Authentication timeout: no auth message within ${authTimeoutMs} ms`));
       this.end(EnvelopeCloseCode.TIMEOUT, 'Authentication timeout');
     }, authTimeoutMs);
+    this.authDeadline.unref();
   }
 
   /** `auth`: on success the session opens; on any failure the client hears why and is closed. */
@@ -55,11 +52,11 @@ export class EnvelopeSession implements McpSocketSession {
     this.connection.principal = result.principal;
     this.state = 'open';
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
-    this.send(Envelope.authenticated(this.sessionId, this.context.servers.info, heartbeatIntervalMs));
-    this.transport = new EnvelopeTransport(this.socket, this.sessionId);
-    this.server = this.context.servers.create({ principal: result.principal, connectionId: this.connection.id });
+    this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, heartbeatIntervalMs));
+    this.transport = new EnvelopeTransport(this.connection, this.sessionId);
+    this.server = this.context.mcp.createServer({ principal: result.principal, connectionId: this.connection.id });
     void this.server.connect(this.transport);
-    this.heartbeat = new Heartbeat({
+    this.connection.keepAlive({
       intervalMs: heartbeatIntervalMs,
       timeoutMs: heartbeatTimeoutMs,
       ping: () => this.send(Envelope.ping(this.sessionId)),
@@ -72,22 +69,25 @@ export class EnvelopeSession implements McpSocketSession {
   }
 
   /** `message`: the payload goes to the SDK server, which answers through the transport. */
-  receive(frame: MessageEnvelopeDto): void {
+  receive(frame: MessageEnvelope): void {
     this.checkSessionId(frame);
-    const problem = this.transport!.deliver(frame.payload);
+    this.deliver(frame.payload);
+  }
+
+  deliver(payload: unknown): void {
+    const problem = this.transport!.deliver(payload);
     if (problem) throw new EnvelopeError(EnvelopeErrorCode.INVALID_REQUEST, 'Invalid Request', `payload is ${problem}`);
   }
 
-  /** `pong`: the client is alive. */
-  pong(frame: EnvelopeDto): void {
+  /** `pong`: the client is alive (every frame says so; a `pong` says nothing more). */
+  pong(frame: ClientEnvelope): void {
     this.checkSessionId(frame);
-    this.heartbeat?.alive();
   }
 
   /** `close`: answered with `close`, then the connection ends normally. Also the client's answer to the server's `close`. */
-  close(frame: EnvelopeDto): void {
+  close(frame: ClientEnvelope): void {
     this.checkSessionId(frame);
-    if (this.state === 'open') this.send(Envelope.close(this.sessionId, 'Session closed at the client\'s request'));
+    if (this.state === 'open') this.send(Envelope.close(this.sessionId, "Session closed at the client's request"));
     this.end(EnvelopeCloseCode.NORMAL, 'Session closed');
   }
 
@@ -101,7 +101,13 @@ export class EnvelopeSession implements McpSocketSession {
     if (this.state === 'open') {
       this.state = 'closing';
       this.send(Envelope.close(this.sessionId, 'Server shutting down'));
-      await socketClosed(this.socket, CLOSE_ANSWER_GRACE_MS);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, CLOSE_ANSWER_GRACE_MS);
+        this.connection.onClose(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
     await this.dispose();
   }
@@ -110,11 +116,10 @@ export class EnvelopeSession implements McpSocketSession {
     if (this.disposed) return;
     this.disposed = true;
     clearTimeout(this.authDeadline);
-    this.heartbeat?.stop();
     await this.server?.close();
   }
 
-  private checkSessionId(frame: EnvelopeDto): void {
+  private checkSessionId(frame: ClientEnvelope): void {
     if (frame.sessionId !== undefined && frame.sessionId !== this.sessionId) {
       throw new EnvelopeError(
         EnvelopeErrorCode.FORBIDDEN,
@@ -125,25 +130,13 @@ export class EnvelopeSession implements McpSocketSession {
   }
 
   private send(envelope: ServerEnvelope): void {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(envelope));
+    this.connection.send(envelope);
   }
 
-  /** Closes the socket (any envelope sent before still goes out first) and the session with it. */
+  /** Closes the connection (any envelope sent before still goes out first) and the session with it. */
   private end(code: number, reason: string): void {
     this.state = 'ended';
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
+    this.connection.close(code, reason);
     void this.dispose();
   }
-}
-
-/** Resolves once `socket` has closed, or after `withinMs`. */
-function socketClosed(socket: WebSocket, withinMs: number): Promise<void> {
-  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, withinMs);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

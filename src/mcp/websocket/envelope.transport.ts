@@ -1,15 +1,14 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { WebSocket } from 'ws';
-import { Envelope } from './envelope';
-import { SocketTransport } from './socket-transport';
+import { Envelope } from '../mcp.frames';
+import { FrameSender, SocketTransport } from './socket-transport';
 
 /** JSON-RPC inside the spec's `message` envelope: the gateway unwraps `payload`, this wraps it. */
 export class EnvelopeTransport extends SocketTransport {
   constructor(
-    socket: WebSocket,
+    connection: FrameSender,
     override readonly sessionId: string,
   ) {
-    super(socket, sessionId);
+    super(connection, sessionId);
   }
 
   protected frame(message: JSONRPCMessage): string {

@@ -1,23 +1,25 @@
 import type { Logger } from '@nestjs/common';
 import type { GatewayConfig } from '../../config/gateway-config';
 import type { AccessTokenService } from '../../core/auth/access-token.service';
-import type { McpServerFactory } from '../mcp-server.factory';
-import type { EnvelopeError } from './envelope';
+import type { McpService } from '../mcp.service';
+import type { EnvelopeError } from '../mcp.frames';
 
 /** What an MCP WebSocket session needs from the rest of the gateway. */
 export interface McpSessionContext {
   tokens: AccessTokenService;
-  servers: McpServerFactory;
+  mcp: McpService;
   settings: GatewayConfig['mcp']['ws'];
   logger: Logger;
 }
 
-/** One MCP WebSocket connection: the spec's envelope, or plain JSON-RPC frames. */
+/** One MCP WebSocket connection's state: the spec's envelope, or plain JSON-RPC frames. */
 export interface McpSocketSession {
+  /** A JSON-RPC message of a plain connection, or the payload of an envelope's `message`. */
+  deliver(payload: unknown): void;
   /** Tells the client about a failure in the session's own vocabulary. */
   reportError(error: EnvelopeError): void;
   /** The server is going away: say goodbye the protocol's way, then let go of everything. */
   shutdown(): Promise<void>;
-  /** The socket closed: stops the timers and closes the SDK server. Safe to call twice. */
+  /** The connection closed: closes the SDK server. Safe to call twice. */
   dispose(): Promise<void>;
 }

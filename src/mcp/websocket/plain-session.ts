@@ -1,11 +1,8 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import { WebSocket } from 'ws';
-import { FrameEvent, MalformedFrame, OversizedFrame } from '../../core/ws/frame-parser';
-import type { GatewayConnection } from '../../core/ws/gateway-connection';
-import { jsonRpcError, JsonRpcErrorResponse, requestIdOf } from '../json-rpc-error';
-import type { EnvelopeError } from './envelope';
-import { Heartbeat } from './heartbeat';
+import type { GatewayConnection } from '../../core/ws/connection';
+import { jsonRpcError, requestIdOf } from '../mcp.errors';
+import type { EnvelopeError } from '../mcp.frames';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 import { PlainFrameTransport } from './plain-frame.transport';
 
@@ -18,49 +15,45 @@ import { PlainFrameTransport } from './plain-frame.transport';
 export class PlainSession implements McpSocketSession {
   private readonly transport: PlainFrameTransport;
   private readonly server: Server;
-  private readonly heartbeat: Heartbeat;
   private disposed = false;
 
   constructor(
-    private readonly socket: WebSocket,
-    connection: GatewayConnection,
+    private readonly connection: GatewayConnection,
     context: McpSessionContext,
   ) {
-    this.transport = new PlainFrameTransport(socket);
-    this.server = context.servers.create({ principal: connection.principal, connectionId: connection.id });
+    this.transport = new PlainFrameTransport(connection);
+    this.server = context.mcp.createServer({ principal: connection.principal, connectionId: connection.id });
     void this.server.connect(this.transport);
-    this.heartbeat = new Heartbeat({
+    connection.keepAlive({
       intervalMs: context.settings.heartbeatIntervalMs,
       timeoutMs: context.settings.heartbeatTimeoutMs,
-      ping: () => socket.ping(),
       onTimeout: () => {
-        socket.terminate();
+        connection.socket.terminate();
         void this.dispose();
       },
     });
-    socket.on('pong', () => this.heartbeat.alive());
   }
 
-  /**
-   * One frame, whatever event the adapter routed it to by its `type` (JSON-RPC has no `type`, so
-   * a frame that has one is just an invalid message here). Anything that is not a JSON-RPC
-   * message is answered with a JSON-RPC error response.
-   */
-  receive(event: string, data: unknown): void {
-    if (event === FrameEvent.MALFORMED) {
-      return this.answer(jsonRpcError(null, ErrorCode.ParseError, 'Parse error', (data as MalformedFrame).reason));
-    }
-    if (event === FrameEvent.TOO_LARGE) {
-      const { bytes, limit } = data as OversizedFrame;
-      return this.answer(jsonRpcError(null, ErrorCode.InvalidRequest, 'Invalid Request', `Message of ${bytes} bytes is over the ${limit}-byte limit`));
-    }
-    const problem = this.transport.deliver(data);
-    if (problem) this.answer(jsonRpcError(requestIdOf(data), ErrorCode.InvalidRequest, 'Invalid Request', `Message is ${problem}`));
+  /** Anything that is not a JSON-RPC message is answered with a JSON-RPC error response. */
+  deliver(payload: unknown): void {
+    const problem = this.transport.deliver(payload);
+    if (problem) this.connection.send(jsonRpcError(requestIdOf(payload), ErrorCode.InvalidRequest, 'Invalid Request', `Message is ${problem}`));
   }
 
+  /** Text that is not JSON: JSON-RPC's parse error. */
+  unreadable(reason: string): void {
+    this.connection.send(jsonRpcError(null, ErrorCode.ParseError, 'Parse error', reason));
+  }
+
+  /** A message over the size limit: an invalid request. */
+  tooLarge(bytes: number, limit: number): void {
+    this.connection.send(jsonRpcError(null, ErrorCode.InvalidRequest, 'Invalid Request', `Message of ${bytes} bytes is over the ${limit}-byte limit`));
+  }
+
+  /** JSON-RPC codes stay; the envelope's own codes are internal errors here. */
   reportError(error: EnvelopeError): void {
     const code = error.code < 0 ? error.code : ErrorCode.InternalError;
-    this.answer(jsonRpcError(null, code, error.message, error.data ?? undefined));
+    this.connection.send(jsonRpcError(null, code, error.message, error.data ?? undefined));
   }
 
   /** Plain MCP has no goodbye message; the adapter's close frame (1001) says it. */
@@ -71,11 +64,6 @@ export class PlainSession implements McpSocketSession {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    this.heartbeat.stop();
     await this.server.close();
-  }
-
-  private answer(response: JsonRpcErrorResponse): void {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(response));
   }
 }

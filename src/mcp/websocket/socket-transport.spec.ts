@@ -1,12 +1,11 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { WebSocket } from 'ws';
 import { EnvelopeTransport } from './envelope.transport';
 import { PlainFrameTransport } from './plain-frame.transport';
 
-/** Just enough of a `ws` socket: its state and what was sent. */
-function fakeSocket(readyState: number = WebSocket.OPEN) {
+/** Just enough of a connection: whether it is open, and what was sent. */
+function fakeSocket(open = true) {
   const sent: string[] = [];
-  return { socket: { readyState, send: (text: string) => sent.push(text) } as unknown as WebSocket, sent };
+  return { socket: { send: (text: string) => open && sent.push(text) > 0 }, sent };
 }
 
 const request: JSONRPCMessage = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
@@ -51,6 +50,6 @@ describe('the WebSocket transports', () => {
   });
 
   it('refuse to send once the socket is no longer open', async () => {
-    await expect(new PlainFrameTransport(fakeSocket(WebSocket.CLOSING).socket).send(request)).rejects.toThrow(/closed/);
+    await expect(new PlainFrameTransport(fakeSocket(false).socket).send(request)).rejects.toThrow(/closed/);
   });
 });

@@ -1,12 +1,17 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
-import { WebSocket } from 'ws';
+
+/** What a transport needs of its connection: a way to send a frame. */
+export interface FrameSender {
+  /** False when the frame could not be sent (the connection is closing). */
+  send(frame: string): boolean;
+}
 
 /**
  * The SDK `Transport` over one gateway WebSocket connection, leaving the wire format to
  * subclasses (the spec's envelope, or plain frames). Frames reach it through the gateway
- * ({@link deliver}), which owns the socket: closing the transport ends the JSON-RPC channel
- * (the SDK server lets go of pending requests), and the session closes the socket itself.
+ * ({@link deliver}), which owns the connection: closing the transport ends the JSON-RPC channel
+ * (the SDK server lets go of pending requests), and the session closes the connection itself.
  */
 export abstract class SocketTransport implements Transport {
   onclose?: Transport['onclose'];
@@ -15,15 +20,14 @@ export abstract class SocketTransport implements Transport {
   private closed = false;
 
   constructor(
-    protected readonly socket: WebSocket,
+    protected readonly connection: FrameSender,
     readonly sessionId?: string,
   ) {}
 
   async start(): Promise<void> {}
 
   async send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed || this.socket.readyState !== WebSocket.OPEN) throw new Error('MCP connection is closed');
-    this.socket.send(this.frame(message));
+    if (this.closed || !this.connection.send(this.frame(message))) throw new Error('MCP connection is closed');
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,191 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { LANGUAGE_CODES, LIMITS } from './codes.js';
+
+/**
+ * What a client sends, as JSON Schemas: the gateway compiles these into its validators at
+ * start-up and answers a frame that fails them with INVALID_MESSAGE and the `errorMessage`s
+ * below; the frame types are derived from the same schemas. Unknown fields are ignored, as the
+ * spec's clients send some (`timestamp`).
+ */
+
+const id = (name: string) =>
+  ({
+    type: 'string',
+    minLength: 1,
+    maxLength: LIMITS.idLength,
+    errorMessage: `${name} must be a non-empty string of at most ${LIMITS.idLength} characters`,
+  }) as const;
+
+export const textInputSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'text_input' },
+    /** What the user said; blank text is refused (spec 9.7) and the rest is trimmed. */
+    text: {
+      type: 'string',
+      pattern: '\\S',
+      errorMessage: { type: 'text must be a string', pattern: 'Text cannot be empty' },
+    },
+    /** The session whose context to use; the connection's current one when omitted. */
+    session_id: id('session_id'),
+    timestamp: { type: 'string', maxLength: 64, errorMessage: 'timestamp must be a string' },
+  },
+  required: ['type', 'text'],
+  errorMessage: { required: { text: 'text must be a string' } },
+} as const;
+
+export const configureSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'configure' },
+    temperature: {
+      type: 'number',
+      minimum: LIMITS.temperature.min,
+      maximum: LIMITS.temperature.max,
+      errorMessage: {
+        type: 'temperature must be a number',
+        minimum: `temperature must not be less than ${LIMITS.temperature.min}`,
+        maximum: `temperature must not be greater than ${LIMITS.temperature.max}`,
+      },
+    },
+    max_tokens: {
+      type: 'integer',
+      minimum: LIMITS.maxTokens.min,
+      maximum: LIMITS.maxTokens.max,
+      errorMessage: {
+        type: 'max_tokens must be an integer',
+        minimum: `max_tokens must not be less than ${LIMITS.maxTokens.min}`,
+        maximum: `max_tokens must not be greater than ${LIMITS.maxTokens.max}`,
+      },
+    },
+    /** Send the session's history to the model. */
+    enable_context: { type: 'boolean', errorMessage: 'enable_context must be true or false' },
+    language: { enum: LANGUAGE_CODES, errorMessage: `language must be one of ${LANGUAGE_CODES.join(', ')}` },
+    /** `false` keeps the model's Markdown and emoji (cleaning for speech is per connection). */
+    clean_response: { type: 'boolean', errorMessage: 'clean_response must be true or false' },
+  },
+  required: ['type'],
+} as const;
+
+export const startSessionSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'start_session' },
+    /** Resume this session; without one, a new session starts. */
+    session_id: id('session_id'),
+  },
+  required: ['type'],
+} as const;
+
+export const endSessionSchema = {
+  type: 'object',
+  properties: { type: { const: 'end_session' } },
+  required: ['type'],
+} as const;
+
+export const pingSchema = {
+  type: 'object',
+  properties: { type: { const: 'ping' } },
+  required: ['type'],
+} as const;
+
+/**
+ * `register_tools` (spec 4.6). Each tool's name, description and schema are checked on their
+ * own when it registers, so one bad tool fails alone; here only the list's shape is.
+ */
+export const registerToolsSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'register_tools' },
+    tools: {
+      type: 'array',
+      minItems: 1,
+      maxItems: LIMITS.toolsPerFrame,
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          description: { type: 'string' },
+          /** JSON Schema of the tool's arguments. */
+          parameters: { type: 'object' },
+        },
+        errorMessage: { type: 'each tool must be an object with name, description and parameters' },
+      },
+      errorMessage: {
+        type: 'tools must be an array',
+        minItems: 'tools must list at least one tool',
+        maxItems: `tools must list at most ${LIMITS.toolsPerFrame} tools in one frame`,
+      },
+    },
+  },
+  required: ['type', 'tools'],
+  errorMessage: { required: { tools: 'tools must be an array' } },
+} as const;
+
+/** `tool_result` (spec 4.7): the device's answer to a `tool_callback`. */
+export const toolResultSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'tool_result' },
+    call_id: id('call_id'),
+    success: { type: 'boolean', errorMessage: 'success must be true or false' },
+    result: {},
+    error: { type: ['string', 'null'], errorMessage: 'error must be a string' },
+  },
+  required: ['type', 'call_id', 'success'],
+  errorMessage: {
+    required: {
+      call_id: 'call_id must be a non-empty string',
+      success: 'success must be true or false',
+    },
+  },
+} as const;
+
+/** Every client frame's schema, by `type`. */
+export const CLIENT_FRAME_SCHEMAS = {
+  text_input: textInputSchema,
+  configure: configureSchema,
+  start_session: startSessionSchema,
+  end_session: endSessionSchema,
+  register_tools: registerToolsSchema,
+  tool_result: toolResultSchema,
+  ping: pingSchema,
+} as const;
+
+/**
+ * The frame a schema describes, with the fields it names and no others: the gateway ignores
+ * unknown fields, but a typed client has no reason to send any.
+ */
+type FrameOf<S> = FromSchema<Omit<S, 'additionalProperties'> & { readonly additionalProperties: false }>;
+
+export type TextInputFrame = FrameOf<typeof textInputSchema>;
+export type ConfigureFrame = FrameOf<typeof configureSchema>;
+export type StartSessionFrame = FrameOf<typeof startSessionSchema>;
+export type EndSessionFrame = FrameOf<typeof endSessionSchema>;
+export type RegisterToolsFrame = FrameOf<typeof registerToolsSchema>;
+export type ToolResultFrame = FrameOf<typeof toolResultSchema>;
+export type PingFrame = FrameOf<typeof pingSchema>;
+
+/** What `configure` may change; the first three are the spec's, the last two the gateway's. */
+export type ConfigureSettings = Omit<ConfigureFrame, 'type'>;
+
+export type LlmClientFrame =
+  | TextInputFrame
+  | ConfigureFrame
+  | StartSessionFrame
+  | EndSessionFrame
+  | RegisterToolsFrame
+  | ToolResultFrame
+  | PingFrame;
+
+export type LlmClientFrameType = keyof typeof CLIENT_FRAME_SCHEMAS;
+
+/** A JSON Schema object; the gateway checks it (and that it describes an object) at registration. */
+export type JsonSchema = Record<string, unknown>;
+
+/** A device tool as `register_tools` carries it (spec 4.6): the fields the gateway requires of each. */
+export type ToolDefinition = {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+};

@@ -1,0 +1,112 @@
+import type { GatewayErrorCode } from './codes.js';
+
+/** What the gateway sends (spec section 5), each frame with an ISO-8601 timestamp. */
+
+export type StatusName = 'connected' | 'processing' | 'waiting_for_tools' | 'idle';
+
+export interface StatusFrame {
+  type: 'status';
+  status: StatusName;
+  data: Record<string, unknown>;
+  timestamp: string;
+}
+
+/** One tool call of a turn, as listed in the turn's `llm_response`. */
+export interface TurnToolCall {
+  call_id: string;
+  name: string;
+  arguments: unknown;
+  /** Where it ran: on the server, or on the device by `tool_callback`. */
+  location: 'server' | 'client';
+  success: boolean;
+}
+
+export interface LlmResponseFrame {
+  type: 'llm_response';
+  content: string;
+  tool_calls: TurnToolCall[];
+  is_final: boolean;
+  timestamp: string;
+}
+
+/** A server tool ran during a turn (spec 5.3). */
+export interface ToolCallFrame {
+  type: 'tool_call';
+  tool_name: string;
+  arguments: unknown;
+  result: unknown;
+  success: boolean;
+  duration_ms: number;
+  timestamp: string;
+}
+
+/** The model wants a tool of this client run (spec 5.4); answered with `tool_result`. */
+export interface ToolCallbackFrame {
+  type: 'tool_callback';
+  call_id: string;
+  tool_name: string;
+  arguments: Record<string, unknown>;
+  timestamp: string;
+}
+
+export interface ToolRegistration {
+  name: string;
+  status: 'registered' | 'failed';
+  error?: string;
+  /** Why it failed: TOOL_REGISTRATION_FAILED (name, duplicate, limit) or INVALID_TOOL_PARAMETERS (schema). */
+  code?: GatewayErrorCode;
+}
+
+export interface ToolsRegisteredFrame {
+  type: 'tools_registered';
+  count: number;
+  tools: ToolRegistration[];
+  timestamp: string;
+}
+
+export interface ErrorFrame {
+  type: 'error';
+  code: GatewayErrorCode;
+  message: string;
+  details?: string;
+  timestamp: string;
+}
+
+export interface PongFrame {
+  type: 'pong';
+  timestamp: string;
+}
+
+export type LlmServerFrame =
+  | StatusFrame
+  | LlmResponseFrame
+  | ToolCallFrame
+  | ToolCallbackFrame
+  | ToolsRegisteredFrame
+  | ErrorFrame
+  | PongFrame;
+
+export type LlmServerFrameType = LlmServerFrame['type'];
+
+export const SERVER_FRAME_TYPES: readonly LlmServerFrameType[] = [
+  'status',
+  'llm_response',
+  'tool_call',
+  'tool_callback',
+  'tools_registered',
+  'error',
+  'pong',
+];
+
+/** Reads a text frame from the gateway; `undefined` for anything that is not a known server frame. */
+export function parseServerFrame(text: string): LlmServerFrame | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const type = (value as { type?: unknown }).type;
+  return SERVER_FRAME_TYPES.includes(type as LlmServerFrameType) ? (value as LlmServerFrame) : undefined;
+}

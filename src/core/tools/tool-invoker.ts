@@ -1,0 +1,242 @@
+import type { Logger } from '@nestjs/common';
+import { GatewayError } from '../errors/gateway-error';
+import { isPromise, MaybePromise } from '../maybe-promise';
+import { DeadlineSweep, Expiring } from './deadline-sweep';
+import type { ArgumentsValidator } from './json-schema';
+import { textOfContent, ToolContentResult } from './tool-content';
+import type { ToolCallContext, ToolDefinition, ToolFailure, ToolFailureCode, ToolOutcome, ToolSuccess } from './tool-definition';
+import { ToolError } from './tool-error';
+
+/** A catalogue entry: the tool and its compiled input schema. */
+export interface CatalogueEntry {
+  tool: ToolDefinition;
+  validate: ArgumentsValidator;
+}
+
+/** What the caller of a tool call may tell about it. */
+export type ToolCallOptions = Partial<ToolCallContext>;
+
+/** Filled in by a running call: how a caller that has no signal (a subscriber, a socket) stops it. */
+export interface Cancellation {
+  cancel?: () => void;
+}
+
+export interface InvokeOptions extends ToolCallOptions {
+  /** Each partial result of a streaming tool, as it comes; never called after the outcome. */
+  onPartial?: (value: unknown) => void;
+  cancellation?: Cancellation;
+}
+
+/**
+ * A call looked up and its arguments checked, ready to run: what a caller that must decide
+ * something before running it (the LLM gateway, sending device calls out) holds, so the
+ * arguments are validated once per call.
+ */
+export interface PreparedToolCall {
+  readonly name: string;
+  readonly entry?: CatalogueEntry;
+  readonly args: unknown;
+  /** Why the call cannot run (unknown tool, bad arguments); it then ends in this failure. */
+  readonly problem?: { code: ToolFailureCode; message: string };
+}
+
+class ToolTimeoutSignal extends Error {}
+
+const TOOL_FAILURE_CODES = new Set<string>(['TOOL_NOT_FOUND', 'INVALID_TOOL_PARAMETERS', 'TOOL_EXECUTION_FAILED', 'TOOL_TIMEOUT', 'TOOL_UNAVAILABLE']);
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function'
+  );
+}
+
+function failure(code: ToolFailureCode, message: string, started: number, details?: unknown): ToolFailure {
+  const outcome: ToolFailure = { ok: false, code, message, durationMs: performance.now() - started };
+  if (details !== undefined) outcome.details = details;
+  return outcome;
+}
+
+/** A handler's return value as a success; a {@link ToolContentResult} is unwrapped into its blocks and value. */
+function success(returned: unknown, started: number): ToolSuccess {
+  const durationMs = performance.now() - started;
+  if (!(returned instanceof ToolContentResult)) return { ok: true, value: returned, durationMs };
+  const { content, structuredContent } = returned;
+  return { ok: true, value: structuredContent ?? textOfContent(content), content, durationMs };
+}
+
+/** Checks `args` against the entry's schema: arguments are a JSON object, then the schema's rules. */
+export function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return 'arguments must be a JSON object';
+  return entry.validate(args);
+}
+
+/**
+ * Runs catalogue tools. A call always ends in a {@link ToolOutcome}, never an exception, within
+ * the tool's time limit. What a call costs depends on what it needs:
+ * - a handler that answers synchronously is called and its value returned at once: no promise,
+ *   no timer, no abort controller;
+ * - a handler that returns a promise or streams is watched by the one shared
+ *   {@link DeadlineSweep} for its time limit, and by the caller's signal or cancellation;
+ * - the `signal` of a handler's context (an `AbortController`) is made only if the handler reads it.
+ */
+export class ToolInvoker {
+  private readonly deadlines = new DeadlineSweep();
+
+  constructor(
+    private readonly lookup: (name: string, connectionId?: string) => CatalogueEntry | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Looks the tool up as `connectionId` sees it and checks the arguments, once. */
+  prepare(name: string, rawArgs: unknown, connectionId?: string): PreparedToolCall {
+    const entry = this.lookup(name, connectionId);
+    const args = rawArgs ?? {};
+    if (!entry) return { name, args, problem: { code: 'TOOL_NOT_FOUND', message: `Unknown tool "${name}"` } };
+    const problem = checkArguments(entry, args);
+    if (problem === undefined) return { name, entry, args };
+    return { name, entry, args, problem: { code: 'INVALID_TOOL_PARAMETERS', message: `Invalid arguments for tool "${name}": ${problem}` } };
+  }
+
+  /** Looks the tool up, checks the arguments and runs it. */
+  invoke(name: string, args: unknown, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
+    return this.run(this.prepare(name, args, options.connectionId), options);
+  }
+
+  /** Runs a prepared call: its outcome at once when the handler answered synchronously. */
+  run(prepared: PreparedToolCall, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
+    const started = performance.now();
+    const { entry, problem } = prepared;
+    if (problem || !entry) return failure(problem?.code ?? 'TOOL_NOT_FOUND', problem?.message ?? `Unknown tool "${prepared.name}"`, started);
+    const { tool } = entry;
+    if (options.signal?.aborted) return this.cancelled(tool, started);
+    const call = new RunningCall(tool, options, started, this);
+    let returned: unknown;
+    try {
+      returned = tool.handler(prepared.args as Record<string, unknown>, call.context);
+    } catch (error) {
+      return this.describeFailure(tool, error, started);
+    }
+    if (!isPromise(returned) && !isAsyncIterable(returned)) return success(returned, started);
+    return call.watch(returned, this.deadlines);
+  }
+
+  /** Stops the deadline timer (the app is closing). */
+  stop(): void {
+    this.deadlines.stop();
+  }
+
+  cancelled(tool: ToolDefinition, started: number): ToolFailure {
+    return failure('TOOL_EXECUTION_FAILED', `Call to tool "${tool.name}" was cancelled`, started);
+  }
+
+  describeFailure(tool: ToolDefinition, error: unknown, started: number): ToolFailure {
+    if (error instanceof ToolTimeoutSignal) {
+      return failure('TOOL_TIMEOUT', `Tool "${tool.name}" did not finish within ${tool.timeoutMs / 1000} s`, started);
+    }
+    if (error instanceof ToolError) return failure('TOOL_EXECUTION_FAILED', error.message, started, error.details);
+    if (error instanceof GatewayError && TOOL_FAILURE_CODES.has(error.code)) {
+      return failure(error.code as ToolFailureCode, error.message, started);
+    }
+    this.logger.error(`Tool "${tool.name}" threw: ${(error as Error)?.stack ?? String(error)}`);
+    return failure('TOOL_EXECUTION_FAILED', `Tool "${tool.name}" failed with an internal error`, started);
+  }
+}
+
+/**
+ * One call whose handler did not answer at once: it ends on the first of its result, its time
+ * limit (the sweep expires it) or its caller's cancellation, and then stops the handler
+ * (aborting its signal, if it took one; closing its generator, if it streams).
+ */
+class RunningCall implements Expiring {
+  readonly deadline: number;
+  readonly context: ToolCallContext;
+  private controller?: AbortController;
+  private iterator?: AsyncIterator<unknown>;
+  private stopReason?: unknown;
+  private settle?: (outcome: ToolOutcome) => void;
+  private sweep?: DeadlineSweep;
+  private readonly cancel = () => this.stop(this.options.signal?.reason ?? new DOMException('The caller went away', 'AbortError'), 'cancelled');
+
+  constructor(
+    private readonly tool: ToolDefinition,
+    private readonly options: InvokeOptions,
+    private readonly started: number,
+    private readonly invoker: ToolInvoker,
+  ) {
+    this.deadline = started + tool.timeoutMs;
+    const signal = () => this.signal();
+    this.context = {
+      principal: options.principal,
+      connectionId: options.connectionId,
+      sessionId: options.sessionId,
+      get signal() {
+        return signal();
+      },
+    };
+  }
+
+  watch(returned: unknown, sweep: DeadlineSweep): Promise<ToolOutcome> {
+    return new Promise<ToolOutcome>((resolve) => {
+      this.settle = resolve;
+      this.sweep = sweep;
+      sweep.add(this);
+      this.options.signal?.addEventListener('abort', this.cancel, { once: true });
+      if (this.options.cancellation) this.options.cancellation.cancel = this.cancel;
+      const result = isAsyncIterable(returned) ? this.drain(returned) : (returned as Promise<unknown>);
+      result.then(
+        (value) => this.settle && this.finish(success(value, this.started)),
+        (error: unknown) => this.settle && this.finish(this.invoker.describeFailure(this.tool, error, this.started)),
+      );
+    });
+  }
+
+  expire(): void {
+    this.stop(new ToolTimeoutSignal(), 'timeout');
+  }
+
+  private signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopReason !== undefined) this.controller.abort(this.stopReason);
+    }
+    return this.controller.signal;
+  }
+
+  private stop(reason: unknown, why: 'timeout' | 'cancelled'): void {
+    if (this.stopReason !== undefined) return;
+    this.stopReason = reason;
+    this.finish(why === 'timeout' ? this.invoker.describeFailure(this.tool, reason, this.started) : this.invoker.cancelled(this.tool, this.started));
+    this.controller?.abort(reason);
+    if (this.iterator) void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
+  }
+
+  private finish(outcome: ToolOutcome): void {
+    const settle = this.settle;
+    if (!settle) return;
+    this.settle = undefined;
+    this.sweep?.delete(this);
+    this.options.signal?.removeEventListener('abort', this.cancel);
+    if (this.options.cancellation) this.options.cancellation.cancel = undefined;
+    settle(outcome);
+  }
+
+  /**
+   * Drains a streaming handler, passing each piece on, and resolves with its final result: what
+   * it returned, else the last piece it yielded. Once the call is over, whatever the generator
+   * still yields is dropped: no piece arrives after the outcome.
+   */
+  private async drain(pieces: AsyncIterable<unknown>): Promise<unknown> {
+    const iterator = pieces[Symbol.asyncIterator]();
+    this.iterator = iterator;
+    let last: unknown;
+    for (;;) {
+      const step = await iterator.next();
+      if (!this.settle) return undefined;
+      if (step.done) return step.value !== undefined ? step.value : last;
+      last = step.value;
+      this.options.onPartial?.(last);
+    }
+  }
+}

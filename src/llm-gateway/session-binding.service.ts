@@ -1,0 +1,102 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { ConfigureFrame } from '../core/llm-contract';
+import type { Session, SessionSettings } from '../core/session/session';
+import { SessionService } from '../core/session/session.service';
+import type { LlmConnection } from './llm-connection';
+import { statusFrame } from './llm-gateway.frames';
+
+/**
+ * Which session an LLM-gateway connection speaks in (spec sections 2.3, 4.2-4.4, 9.6): one made
+ * when it connects, resumed or replaced at the client's request, configured, ended; released
+ * when the connection closes. A session is held by one connection at a time: when another
+ * resumes it, here or on another instance, this connection moves on to a fresh one and is told.
+ */
+@Injectable()
+export class SessionBindingService {
+  private readonly logger = new Logger('Sessions');
+
+  constructor(private readonly sessions: SessionService) {}
+
+  /** Gives a new connection its session and announces it (`status: connected`). */
+  async open(connection: LlmConnection): Promise<void> {
+    const session = await this.sessions.create(connection.principal!);
+    this.adopt(connection, session.id);
+    connection.send(statusFrame('connected', { session_id: session.id }));
+  }
+
+  /** Releases the connection's session, which stays resumable until it times out. */
+  release(connection: LlmConnection): void {
+    if (connection.state.sessionId) this.sessions.detach(connection.state.sessionId, connection.id);
+  }
+
+  /** The connection's session as it is now (SESSION_ERROR when it expired). */
+  current(connection: LlmConnection): Promise<Session> {
+    return this.sessions.require(connection.state.sessionId);
+  }
+
+  /** Applies `configure` to the session (and the connection's cleaning switch); no answer on success. */
+  async configure(connection: LlmConnection, settings: ConfigureFrame): Promise<void> {
+    if (settings.clean_response !== undefined) connection.state.cleanResponses = settings.clean_response;
+    const patch: Partial<SessionSettings> = {
+      ...(settings.temperature !== undefined && { temperature: settings.temperature }),
+      ...(settings.max_tokens !== undefined && { maxTokens: settings.max_tokens }),
+      ...(settings.enable_context !== undefined && { enableContext: settings.enable_context }),
+      ...(settings.language !== undefined && { language: settings.language }),
+    };
+    if (Object.keys(patch).length > 0) await this.sessions.configure(connection.state.sessionId, patch);
+  }
+
+  /** `start_session`: resumes `sessionId`, or starts a new session without one; announces it. */
+  async startSession(connection: LlmConnection, sessionId: string | undefined): Promise<void> {
+    if (sessionId === undefined) {
+      const session = await this.sessions.create(connection.principal!);
+      await this.leaveCurrent(connection);
+      this.adopt(connection, session.id);
+    } else if (sessionId !== connection.state.sessionId) {
+      await this.switchTo(connection, sessionId);
+    }
+    connection.send(statusFrame('connected', { session_id: connection.state.sessionId }));
+  }
+
+  /** `end_session`: deletes the session and gives the connection a new one, announcing both. */
+  async endSession(connection: LlmConnection): Promise<void> {
+    const ended = connection.state.sessionId;
+    await this.sessions.end(ended);
+    connection.send(statusFrame('idle', { message: 'Session ended', session_id: ended }));
+    const session = await this.sessions.create(connection.principal!);
+    this.adopt(connection, session.id);
+    connection.send(statusFrame('connected', { session_id: session.id }));
+  }
+
+  /** Resumes `sessionId` on this connection (SESSION_ERROR when it cannot be). */
+  async switchTo(connection: LlmConnection, sessionId: string): Promise<void> {
+    const session = await this.sessions.resume(sessionId, connection.principal!);
+    await this.leaveCurrent(connection);
+    this.adopt(connection, session.id);
+  }
+
+  /** Detaches the current session; one that never held a message is deleted rather than left to expire. */
+  private async leaveCurrent(connection: LlmConnection): Promise<void> {
+    const current = connection.state.sessionId;
+    if (!current) return;
+    this.sessions.detach(current, connection.id);
+    const session = await this.sessions.require(current).catch(() => undefined);
+    if (session && session.history.length === 0) await this.sessions.end(current);
+  }
+
+  /** Makes `sessionId` the connection's; if another connection resumes it later, this one moves to a fresh session. */
+  private adopt(connection: LlmConnection, sessionId: string): void {
+    connection.state.sessionId = sessionId;
+    this.sessions.attach(sessionId, connection.id, () => void this.moveOn(connection, sessionId));
+  }
+
+  private async moveOn(connection: LlmConnection, takenSessionId: string): Promise<void> {
+    try {
+      const session = await this.sessions.create(connection.principal!);
+      this.adopt(connection, session.id);
+      connection.send(statusFrame('connected', { session_id: session.id, previous_session_id: takenSessionId, reason: 'session_resumed_elsewhere' }));
+    } catch (error) {
+      this.logger.warn(`Could not give connection ${connection.id} a new session: ${(error as Error).message}`);
+    }
+  }
+}
