@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import {
+  CallToolResult,
   CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
@@ -17,6 +18,8 @@ import {
 import { filter, Subscription } from 'rxjs';
 import { InvalidConfigurationError } from '../config/environment';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { MaybePromise, thenMaybe } from '../core/maybe-promise';
+import type { InvokeOptions } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { GATEWAY_VERSION } from '../core/version';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
@@ -92,11 +95,21 @@ export class McpService {
     return server;
   }
 
-  private async call(params: CallToolRequest['params'], caller: McpCaller, signal: AbortSignal) {
-    const tool = this.registry.get(params.name);
+  /**
+   * A `tools/call` of `name` as MCP answers it, at once when the tool answers at once;
+   * `undefined` when the catalogue has no such tool (MCP's answer is then a protocol error).
+   */
+  toolCallResult(name: string, args: Record<string, unknown>, options: McpCaller & InvokeOptions): MaybePromise<CallToolResult> | undefined {
+    const tool = this.registry.get(name);
+    if (!tool) return undefined;
+    return thenMaybe(this.registry.invoke(name, args, options), (outcome) => toCallToolResult(tool, outcome));
+  }
+
+  private async call(params: CallToolRequest['params'], caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
+    const result = this.toolCallResult(params.name, params.arguments ?? {}, { ...caller, signal });
     // MCP reports an unknown tool as a protocol error, not as a failed call.
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
-    return toCallToolResult(tool, await this.registry.call(tool.name, params.arguments ?? {}, { ...caller, signal }));
+    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
+    return result;
   }
 }
 

@@ -4,6 +4,7 @@ import type { GatewayConnection } from '../../core/ws/connection';
 import type { AuthEnvelope, ClientEnvelope, MessageEnvelope } from '../dto/mcp.dto';
 import { MCP_REALM } from '../mcp.constants';
 import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEnvelope } from '../mcp.frames';
+import { DirectToolCalls } from './direct-tool-calls';
 import { EnvelopeTransport } from './envelope.transport';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 
@@ -53,9 +54,12 @@ export class EnvelopeSession implements McpSocketSession {
     this.state = 'open';
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
     this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, heartbeatIntervalMs));
-    this.transport = new EnvelopeTransport(this.connection, this.sessionId);
-    this.server = this.context.mcp.createServer({ principal: result.principal, connectionId: this.connection.id });
-    void this.server.connect(this.transport);
+    const caller = { principal: result.principal, connectionId: this.connection.id };
+    const transport = new EnvelopeTransport(this.connection, this.sessionId);
+    transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, caller, (message) => void transport.send(message).catch(() => undefined)));
+    this.transport = transport;
+    this.server = this.context.mcp.createServer(caller);
+    void this.server.connect(transport);
     this.connection.keepAlive({
       intervalMs: heartbeatIntervalMs,
       timeoutMs: heartbeatTimeoutMs,

@@ -3,6 +3,7 @@ import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayConnection } from '../../core/ws/connection';
 import { jsonRpcError, requestIdOf } from '../mcp.errors';
 import type { EnvelopeError } from '../mcp.frames';
+import { DirectToolCalls } from './direct-tool-calls';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 import { PlainFrameTransport } from './plain-frame.transport';
 
@@ -21,8 +22,10 @@ export class PlainSession implements McpSocketSession {
     private readonly connection: GatewayConnection,
     context: McpSessionContext,
   ) {
+    const caller = { principal: connection.principal, connectionId: connection.id };
     this.transport = new PlainFrameTransport(connection);
-    this.server = context.mcp.createServer({ principal: connection.principal, connectionId: connection.id });
+    this.server = context.mcp.createServer(caller);
+    this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, caller, (message) => void this.transport.send(message).catch(() => undefined)));
     void this.server.connect(this.transport);
     connection.keepAlive({
       intervalMs: context.settings.heartbeatIntervalMs,

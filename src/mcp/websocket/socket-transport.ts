@@ -1,5 +1,10 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { compileFrameSchema } from '../../core/validation/frame-schema';
+import { jsonRpcMessageSchema } from '../dto/json-rpc.dto';
+import type { DirectToolCalls } from './direct-tool-calls';
+
+const isJsonRpcMessage = compileFrameSchema(jsonRpcMessageSchema);
 
 /** What a transport needs of its connection: a way to send a frame. */
 export interface FrameSender {
@@ -12,12 +17,14 @@ export interface FrameSender {
  * subclasses (the spec's envelope, or plain frames). Frames reach it through the gateway
  * ({@link deliver}), which owns the connection: closing the transport ends the JSON-RPC channel
  * (the SDK server lets go of pending requests), and the session closes the connection itself.
+ * Plain `tools/call` requests may be answered before the SDK server sees them ({@link DirectToolCalls}).
  */
 export abstract class SocketTransport implements Transport {
   onclose?: Transport['onclose'];
   onerror?: Transport['onerror'];
   onmessage?: Transport['onmessage'];
   private closed = false;
+  private direct?: DirectToolCalls;
 
   constructor(
     protected readonly connection: FrameSender,
@@ -26,6 +33,11 @@ export abstract class SocketTransport implements Transport {
 
   async start(): Promise<void> {}
 
+  /** Answers plain `tools/call` requests through `direct` rather than the SDK server. */
+  answerToolCallsWith(direct: DirectToolCalls): void {
+    this.direct = direct;
+  }
+
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.connection.send(this.frame(message))) throw new Error('MCP connection is closed');
   }
@@ -33,6 +45,7 @@ export abstract class SocketTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.direct?.stopAll();
     this.onclose?.();
   }
 
@@ -42,11 +55,11 @@ export abstract class SocketTransport implements Transport {
    */
   deliver(value: unknown): string | undefined {
     if (this.closed) return undefined;
-    const parsed = JSONRPCMessageSchema.safeParse(value);
-    if (!parsed.success) {
+    if (isJsonRpcMessage(value) !== undefined) {
       return 'not a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method" or "result"/"error", ...})';
     }
-    this.onmessage?.(parsed.data);
+    const message = value as JSONRPCMessage;
+    if (!this.direct?.take(message)) this.onmessage?.(message);
     return undefined;
   }
 

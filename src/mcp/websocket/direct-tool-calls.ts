@@ -1,0 +1,95 @@
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isPromise } from '../../core/maybe-promise';
+import type { Cancellation } from '../../core/tools/tool-invoker';
+import type { McpCaller, McpService } from '../mcp.service';
+
+type RequestId = string | number;
+
+interface ToolCallRequest {
+  id: RequestId;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * A `tools/call` request of the simplest kind, which the gateway can answer exactly as the SDK
+ * server would: an id, a tool name, an arguments object, and nothing else in its params (no
+ * `_meta`, so no progress token; no `task`).
+ */
+function plainToolCall(message: JSONRPCMessage): ToolCallRequest | undefined {
+  const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+  if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
+  const { name, arguments: args, ...rest } = request.params;
+  if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
+  return { id: request.id as RequestId, name, args: args ?? {} };
+}
+
+/**
+ * The MCP WebSocket sessions' fast path for the one request clients send most: a plain
+ * `tools/call` of a catalogue tool is answered from the catalogue directly, without the SDK
+ * server's per-request machinery (schema parses, an abort controller, four promise hops), which
+ * cost more than the call itself. Everything else, and any `tools/call` that is not plain or
+ * names a tool the catalogue lacks, goes to the session's SDK server, which gives MCP its
+ * semantics. The answers are the same either way (`McpService.toolCallResult`), and a
+ * `notifications/cancelled` for a call in flight here stops it with no answer, as the SDK does.
+ */
+export class DirectToolCalls {
+  private readonly running = new Map<RequestId, Cancellation>();
+
+  constructor(
+    private readonly mcp: McpService,
+    private readonly caller: McpCaller,
+    private readonly answer: (message: JSONRPCMessage) => void,
+  ) {}
+
+  /** Answers `message` here when it can; false leaves it to the SDK server. */
+  take(message: JSONRPCMessage): boolean {
+    const cancelled = cancelledRequestId(message);
+    if (cancelled !== undefined) {
+      this.stop(cancelled);
+      return false;
+    }
+    const request = plainToolCall(message);
+    if (!request || this.running.has(request.id)) return false;
+    const cancellation: Cancellation = {};
+    const result = this.mcp.toolCallResult(request.name, request.args, { ...this.caller, cancellation });
+    if (result === undefined) return false;
+    if (!isPromise(result)) {
+      this.reply(request.id, result);
+      return true;
+    }
+    this.running.set(request.id, cancellation);
+    void result.then((settled) => {
+      if (this.running.get(request.id) !== cancellation) return;
+      this.running.delete(request.id);
+      this.reply(request.id, settled);
+    });
+    return true;
+  }
+
+  /** The session ended: every call still running stops, unanswered. */
+  stopAll(): void {
+    for (const id of [...this.running.keys()]) this.stop(id);
+  }
+
+  private stop(id: RequestId): void {
+    const cancellation = this.running.get(id);
+    if (!cancellation) return;
+    this.running.delete(id);
+    cancellation.cancel?.();
+  }
+
+  private reply(id: RequestId, result: CallToolResult): void {
+    this.answer({ jsonrpc: '2.0', id, result });
+  }
+}
+
+function cancelledRequestId(message: JSONRPCMessage): RequestId | undefined {
+  const notification = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
+  if (notification.method !== 'notifications/cancelled' || notification.id !== undefined) return undefined;
+  const requestId = notification.params?.requestId;
+  return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
+}
