@@ -24,7 +24,7 @@ typedef struct {
 
     struct lws_context *context;
     struct lws *wsi;
-    lws_sorted_usec_list_t sul;
+    lws_sorted_usec_list_t sul, nudge;
     int woken;
 
     int opened, failed, closed, closing;
@@ -84,7 +84,10 @@ static int on_lws(struct lws *wsi, enum lws_callback_reasons reason, void *user,
         char status[48] = "";
         unsigned int http = lws_http_client_http_response(wsi);
         if (http != 0) snprintf(status, sizeof status, " (HTTP %u)", http);
-        snprintf(t->error, sizeof t->error, "%s%s", in != NULL ? (const char *)in : "connection failed", status);
+        const char *why = in != NULL ? (const char *)in : "connection failed";
+        /* OpenSSL's own words ("error:00000001:lib(0)") do not say what to check */
+        const char *hint = strstr(why, "SSL") != NULL ? "TLS handshake failed (is the server's certificate trusted?): " : "";
+        snprintf(t->error, sizeof t->error, "%s%s%s", hint, why, status);
         t->failed = 1;
         t->closed = 1;
         t->wsi = NULL;
@@ -159,22 +162,41 @@ static const struct lws_protocols PROTOCOLS[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
+static void nudged(lws_sorted_usec_list_t *sul)
+{
+    (void)sul;
+}
+
 static void wake(lws_sorted_usec_list_t *sul)
 {
     lws_transport_t *t = lws_container_of(sul, lws_transport_t, sul);
     t->woken = 1;
+    /* lws runs ripe timers before it works out how long to sleep: with this one gone, the
+     * same lws_service() call would sleep until lws's next timer of its own (30 s). */
+    lws_sul_schedule(t->context, 0, &t->nudge, nudged, LWS_US_PER_MS);
+}
+
+static void arm(lws_transport_t *t, uint32_t timeout_ms)
+{
+    t->woken = 0;
+    lws_sul_schedule(t->context, 0, &t->sul, wake, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
+}
+
+static void disarm(lws_transport_t *t)
+{
+    lws_sul_cancel(&t->sul);
+    lws_sul_cancel(&t->nudge);
 }
 
 /* Services lws until *done, the connection is gone, or timeout_ms passed. */
 static void service_until(lws_transport_t *t, const int *done, uint32_t timeout_ms)
 {
-    t->woken = 0;
-    lws_sul_schedule(t->context, 0, &t->sul, wake, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
+    arm(t, timeout_ms);
     while (!*done && !t->woken && !t->failed && (t->wsi != NULL || !t->opened)) {
         if (lws_service(t->context, 0) < 0) break;
         if (t->closed) break;
     }
-    lws_sul_cancel(&t->sul);
+    disarm(t);
 }
 
 static void destroy_context(lws_transport_t *t)
@@ -210,7 +232,9 @@ static int tr_connect(void *ctx, const char *url, const char *token, uint32_t ti
         set_error(t, "not a ws:// or wss:// URL", url);
         return LLM_ERR_ARG;
     }
-    snprintf(t->path, sizeof t->path, "/%s", path != NULL ? path : "");
+    /* lws_parse_uri drops the path's leading '/', except of a bare "/" */
+    if (path == NULL) path = "";
+    snprintf(t->path, sizeof t->path, "%s%s", path[0] == '/' ? "" : "/", path);
     t->auth[0] = '\0';
     if (token != NULL && token[0] != '\0') {
         if (strlen(token) + 8 >= sizeof t->auth) {
@@ -279,13 +303,11 @@ static int tr_send(void *ctx, char *data, size_t len)
     t->tx_pending = 1;
     t->tx_failed = 0;
     lws_callback_on_writable(t->wsi);
-    /* done becomes true when the write callback has consumed tx */
-    t->woken = 0;
-    lws_sul_schedule(t->context, 0, &t->sul, wake, (lws_usec_t)t->opt.send_timeout_ms * LWS_US_PER_MS);
+    arm(t, t->opt.send_timeout_ms);
     while (t->tx_pending && !t->woken && !t->closed && t->wsi != NULL) {
         if (lws_service(t->context, 0) < 0) break;
     }
-    lws_sul_cancel(&t->sul);
+    disarm(t);
     done = !t->tx_pending && !t->tx_failed;
     t->tx_pending = 0;
     if (done) return LLM_OK;
@@ -312,12 +334,11 @@ static int tr_poll(void *ctx, const char **frame, size_t *len, uint32_t timeout_
     have = t->rx_ready || t->rx_dropped;
     if (!have && !t->closed) {
         /* wait for a whole message; a message arriving also ends the wait */
-        t->woken = 0;
-        lws_sul_schedule(t->context, 0, &t->sul, wake, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
+        arm(t, timeout_ms);
         while (!t->rx_ready && !t->rx_dropped && !t->woken && !t->closed && t->wsi != NULL) {
             if (lws_service(t->context, 0) < 0) break;
         }
-        lws_sul_cancel(&t->sul);
+        disarm(t);
     }
     if (t->rx_dropped) {
         *len = t->rx_len;
