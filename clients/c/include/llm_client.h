@@ -99,7 +99,7 @@ typedef enum {
     LLM_EVENT_READY,
     /* An llm_response: a sentence while streaming (is_final 0, seq 0,1,2...), or the answer. */
     LLM_EVENT_RESPONSE,
-    /* The turn is over (status idle): a new text may be sent. */
+    /* The turn is over (status idle, or the connection closed: failed = 1). */
     LLM_EVENT_TURN_END,
     /* An error frame from the gateway, or a CLIENT_* error found here (see README). */
     LLM_EVENT_ERROR,
@@ -109,8 +109,8 @@ typedef enum {
     /* A tool ran: on the server (tool_call), or here (after its tool_result was sent). */
     LLM_EVENT_TOOL,
     LLM_EVENT_PONG,
-    /* The connection closed (u.error.code names the transport's result). Call
-     * llm_client_connect() again: the session is resumed. */
+    /* The connection closed (u.error.code names the transport's result); a TURN_END follows
+     * for each turn still open. Call llm_client_connect() again: the session is resumed. */
     LLM_EVENT_CLOSED
 } llm_event_type_t;
 
@@ -182,6 +182,7 @@ typedef struct {
     char fresh_session_id[LLM_SESSION_ID_SIZE];
     llm_turn_t turns[LLM_MAX_TURNS];
     unsigned turn_head, turn_count;
+    char ended_turn_id[LLM_TURN_ID_SIZE];
     uint32_t turn_counter;
     int has_settings;
     llm_settings_t settings;

@@ -140,10 +140,12 @@ static llm_turn_t *newest_turn(llm_client_t *c)
 }
 
 /* The turn a frame belongs to: the one it names, else the oldest still open. A gateway that
- * names turns its own way has its name adopted by the oldest turn not yet named. */
-static llm_turn_t *turn_of(llm_client_t *c, const char *turn_id)
+ * names turns its own way has its name adopted by the oldest turn not yet named. NULL when
+ * no turn is open, or the frame names the turn that just ended (*stale set). */
+static llm_turn_t *turn_of(llm_client_t *c, const char *turn_id, int *stale)
 {
-    if (c->turn_count == 0) return NULL;
+    *stale = turn_id[0] != '\0' && strcmp(turn_id, c->ended_turn_id) == 0;
+    if (c->turn_count == 0 || *stale) return NULL;
     if (turn_id[0] != '\0') {
         for (unsigned i = 0; i < c->turn_count; i++) {
             llm_turn_t *t = turn_at(c, i);
@@ -174,6 +176,7 @@ static void end_turn(llm_client_t *c, llm_turn_t *t)
     /* remove it, keeping the others in order */
     for (unsigned i = pos; i + 1 < c->turn_count; i++) *turn_at(c, i) = *turn_at(c, i + 1);
     c->turn_count--;
+    memcpy(c->ended_turn_id, ended.id, sizeof ended.id);
     if (c->turn_count == 0) {
         c->turn_head = 0;
         if (c->state == LLM_STATE_IN_TURN) c->state = LLM_STATE_READY;
@@ -354,11 +357,12 @@ static void on_status(llm_client_t *c, const llm_frame_t *f)
 {
     llm_event_t ev;
     llm_turn_t *turn;
+    int stale;
     if (strcmp(f->status, "connected") == 0) {
         on_connected(c, f);
         return;
     }
-    turn = turn_of(c, f->turn_id);
+    turn = turn_of(c, f->turn_id, &stale);
     if (strcmp(f->status, "idle") == 0 && turn != NULL) {
         end_turn(c, turn);
         return;
@@ -378,11 +382,14 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
     llm_event_t ev;
     llm_turn_t *turn = NULL;
     const char *turn_id = f->turn_id;
+    int stale = 0;
 
     if (f->type == LLM_FRAME_RESPONSE || f->type == LLM_FRAME_TOOL_CALL || f->type == LLM_FRAME_TOOL_CALLBACK ||
         f->type == LLM_FRAME_ERROR) {
-        turn = turn_of(c, f->turn_id);
+        turn = turn_of(c, f->turn_id, &stale);
         if (turn != NULL) turn_id = turn->id;
+        /* late frames of a turn already over: no answer to play, no tool to run */
+        if (stale && f->type != LLM_FRAME_ERROR) return;
     }
     memset(&ev, 0, sizeof ev);
     ev.turn_id = turn_id;
@@ -540,7 +547,16 @@ static void drop_connection(llm_client_t *c)
     c->cfg.transport->close(c->cfg.transport->ctx);
     c->state = LLM_STATE_DISCONNECTED;
     c->phase = PHASE_NONE;
-    c->turn_count = 0;
+}
+
+/* Turns open when the connection went: each still gets its TURN_END, as failed. */
+static void end_open_turns(llm_client_t *c)
+{
+    while (c->turn_count > 0) {
+        llm_turn_t *t = turn_at(c, 0);
+        t->failed = 1;
+        end_turn(c, t);
+    }
     c->turn_head = 0;
 }
 
@@ -566,6 +582,7 @@ int llm_client_poll(llm_client_t *c, uint32_t timeout_ms)
         ev.type = LLM_EVENT_CLOSED;
         ev.u.error.code = llm_result_name(rc);
         emit(c, &ev);
+        end_open_turns(c);
         return LLM_ERR_CLOSED;
     }
     llm_client_handle_frame(c, data, len);
@@ -696,4 +713,5 @@ void llm_client_close(llm_client_t *c)
 {
     if (c == NULL || c->state == LLM_STATE_DISCONNECTED) return;
     drop_connection(c);
+    end_open_turns(c);
 }

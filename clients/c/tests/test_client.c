@@ -783,6 +783,39 @@ static void test_turn_ids_of_the_gateway_are_adopted(void)
                   "STATUS turn=srv-9 status=cancelled session=-", "TURN_END turn=srv-9 cancelled=1 failed=0");
 }
 
+static void test_late_frames_of_an_ended_turn_are_dropped(void)
+{
+    setup();
+    connect_ready("s1");
+    CHECK_INT(llm_client_send_text(&F.client, "first"), LLM_OK);
+    push("{\"type\":\"llm_response\",\"content\":\"First.\",\"is_final\":true,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"status\",\"status\":\"idle\",\"turn_id\":\"t1\",\"data\":{}}");
+    pump();
+    CHECK_INT(llm_client_send_text(&F.client, "second"), LLM_OK);
+    fake_forget_sent(&F.fake);
+    push("{\"type\":\"llm_response\",\"content\":\"First, again.\",\"is_final\":true,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"tool_callback\",\"call_id\":\"old\",\"tool_name\":\"get_battery\",\"arguments\":{},\"turn_id\":\"t1\"}");
+    push("{\"type\":\"llm_response\",\"content\":\"Second.\",\"is_final\":true,\"turn_id\":\"t2\"}");
+    pump();
+    CHECK_INT(battery_calls, 0);
+    CHECK_INT(F.fake.sent_count, 0);
+    EXPECT_EVENTS("RESPONSE turn=t1 final=1 seq=-1 content=First.", "TURN_END turn=t1 cancelled=0 failed=0",
+                  "RESPONSE turn=t2 final=1 seq=-1 content=Second.");
+}
+
+static void test_close_ends_open_turns(void)
+{
+    setup();
+    connect_ready("s1");
+    CHECK_INT(llm_client_send_text(&F.client, "hi"), LLM_OK);
+    llm_client_close(&F.client);
+    EXPECT_EVENTS("TURN_END turn=t1 cancelled=0 failed=1");
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_DISCONNECTED);
+    CHECK_INT(F.fake.closes, 1);
+    llm_client_close(&F.client);
+    CHECK_INT(F.fake.closes, 1);
+}
+
 static void test_cancel_after_the_answer_tells_what_was_heard(void)
 {
     cJSON *sent;
@@ -827,7 +860,8 @@ static void test_reconnect_resumes_the_session_and_reregisters(void)
     push("{\"type\":\"llm_response\",\"content\":\"never delivered\",\"is_final\":true}");
     CHECK_INT(llm_client_poll(&F.client, 0), 1);
     CHECK_INT(llm_client_poll(&F.client, 0), LLM_ERR_CLOSED);
-    EXPECT_EVENTS("STATUS turn=t1 status=processing session=-", "CLOSED LLM_ERR_CLOSED");
+    EXPECT_EVENTS("STATUS turn=t1 status=processing session=-", "CLOSED LLM_ERR_CLOSED",
+                  "TURN_END turn=t1 cancelled=0 failed=1");
     CHECK_INT(llm_client_state(&F.client), LLM_STATE_DISCONNECTED);
     CHECK_INT(F.fake.closes, 1);
     CHECK_INT(llm_client_poll(&F.client, 0), LLM_ERR_CLOSED);
@@ -1257,6 +1291,8 @@ int main(void)
     RUN(test_barge_in_cancel_then_new_text);
     RUN(test_barge_in_without_turn_ids);
     RUN(test_turn_ids_of_the_gateway_are_adopted);
+    RUN(test_late_frames_of_an_ended_turn_are_dropped);
+    RUN(test_close_ends_open_turns);
     RUN(test_cancel_after_the_answer_tells_what_was_heard);
     RUN(test_too_many_open_turns);
     RUN(test_reconnect_resumes_the_session_and_reregisters);
