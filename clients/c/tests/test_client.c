@@ -199,6 +199,15 @@ static int tool_quiet_failure(const cJSON *args, cJSON **result, char *error, si
     return 1;
 }
 
+static int tool_garbled_failure(const cJSON *args, cJSON **result, char *error, size_t error_size, void *user)
+{
+    (void)args;
+    (void)result;
+    (void)user;
+    snprintf(error, error_size, "bad \xc3");
+    return 1;
+}
+
 static int tool_null(const cJSON *args, cJSON **result, char *error, size_t error_size, void *user)
 {
     (void)args;
@@ -219,6 +228,7 @@ static const llm_tool_t TOOLS[] = {
     {"bad_bytes", "returns bytes that are not UTF-8", SCHEMA_EMPTY, tool_not_utf8, NULL},
     {"quiet", "fails without saying why", SCHEMA_EMPTY, tool_quiet_failure, NULL},
     {"nothing", "succeeds with no result", SCHEMA_EMPTY, tool_null, NULL},
+    {"garbled", "fails with a message that is not UTF-8", SCHEMA_EMPTY, tool_garbled_failure, NULL},
 };
 #define TOOL_COUNT (sizeof TOOLS / sizeof TOOLS[0])
 
@@ -261,7 +271,7 @@ static void connect_ready(const char *session_id)
     snprintf(frame, sizeof frame, "{\"type\":\"status\",\"status\":\"connected\",\"data\":{\"session_id\":\"%s\"},\"timestamp\":\"2025-02-21T10:30:00.000Z\"}", session_id);
     push(frame);
     pump();
-    push("{\"type\":\"tools_registered\",\"count\":6,\"tools\":[]}");
+    push("{\"type\":\"tools_registered\",\"count\":7,\"tools\":[]}");
     pump();
     /* READY is checked here; with an F.react the test checks what followed it too */
     if (F.react == NULL) {
@@ -412,7 +422,7 @@ static void test_connect_registers_tools_then_ready(void)
     CHECK_STR(at(sent, "tools.0"), "{\"name\":\"get_battery\",\"description\":\"获取设备当前电量百分比\",\"parameters\":" SCHEMA_EMPTY "}");
     CHECK_STR(at(sent, "tools.1.parameters"), SCHEMA_VOLUME);
     CHECK_STR(at(sent, "tools.5.name"), "\"nothing\"");
-    CHECK_STR(at(sent, "tools.6"), "(absent)");
+    CHECK_STR(at(sent, "tools.7"), "(absent)");
     cJSON_Delete(sent);
     EXPECT_EVENTS(NULL);
     CHECK_INT(llm_client_state(&F.client), LLM_STATE_CONNECTING);
@@ -486,7 +496,10 @@ static void test_text_turn(void)
     sent = sent_json(fake_sent(&F.fake, 0));
     CHECK_STR(at(sent, "type"), "\"text_input\"");
     CHECK_STR(at(sent, "text"), "\"今天天气怎么样？ \\\"quoted\\\"\\n\\ttab\\u0001\"");
-    CHECK_STR(cJSON_GetObjectItem(sent, "text")->valuestring, "今天天气怎么样？ \"quoted\"\n\ttab\x01");
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(sent, "text")));
+    if (cJSON_IsString(cJSON_GetObjectItem(sent, "text"))) {
+        CHECK_STR(cJSON_GetObjectItem(sent, "text")->valuestring, "今天天气怎么样？ \"quoted\"\n\ttab\x01");
+    }
     CHECK_STR(at(sent, "session_id"), "\"s1\"");
     CHECK_STR(at(sent, "turn_id"), "\"t1\"");
     cJSON_Delete(sent);
@@ -572,8 +585,10 @@ static void test_device_tool_failures(void)
     push("{\"type\":\"tool_callback\",\"call_id\":\"x1\",\"tool_name\":\"open_door\",\"arguments\":{}}");
     push("{\"type\":\"tool_callback\",\"call_id\":\"q1\",\"tool_name\":\"quiet\"}");
     push("{\"type\":\"tool_callback\",\"call_id\":\"n1\",\"tool_name\":\"nothing\",\"arguments\":null}");
+    push("{\"type\":\"tool_callback\",\"call_id\":\"g1\",\"tool_name\":\"garbled\",\"arguments\":{}}");
     pump();
-    CHECK_INT(F.fake.sent_count, 5);
+    CHECK_INT(F.fake.sent_count, 6);
+    CHECK_STR(fake_sent(&F.fake, 5), "{\"type\":\"tool_result\",\"call_id\":\"g1\",\"success\":false,\"result\":null,\"error\":\"garbled failed (its message was not UTF-8)\"}");
     CHECK_STR(fake_sent(&F.fake, 0), "{\"type\":\"tool_result\",\"call_id\":\"v1\",\"success\":false,\"result\":null,\"error\":\"设备连接超时\"}");
     CHECK_STR(fake_sent(&F.fake, 1), "{\"type\":\"tool_result\",\"call_id\":\"v2\",\"success\":true,\"result\":{\"volume\":50}}");
     CHECK_STR(fake_sent(&F.fake, 2), "{\"type\":\"tool_result\",\"call_id\":\"x1\",\"success\":false,\"result\":null,\"error\":\"Tool 'open_door' not found\"}");
@@ -581,7 +596,7 @@ static void test_device_tool_failures(void)
     CHECK_STR(fake_sent(&F.fake, 4), "{\"type\":\"tool_result\",\"call_id\":\"n1\",\"success\":true,\"result\":null}");
     EXPECT_EVENTS("TOOL turn=t1 name=set_volume device=1 success=0", "TOOL turn=t1 name=set_volume device=1 success=1",
                   "TOOL turn=t1 name=open_door device=1 success=0", "TOOL turn=t1 name=quiet device=1 success=0",
-                  "TOOL turn=t1 name=nothing device=1 success=1");
+                  "TOOL turn=t1 name=nothing device=1 success=1", "TOOL turn=t1 name=garbled device=1 success=0");
 }
 
 static void test_tool_result_too_large_or_not_utf8_fails_the_call(void)
@@ -876,7 +891,7 @@ static void test_reconnect_resumes_the_session_and_reregisters(void)
     CHECK_STR(fake_sent(&F.fake, 0), "{\"type\":\"start_session\",\"session_id\":\"first-session\"}");
     CHECK_STR(llm_client_session_id(&F.client), "first-session");
     push("{\"type\":\"status\",\"status\":\"connected\",\"data\":{\"session_id\":\"first-session\"}}");
-    push("{\"type\":\"tools_registered\",\"count\":6,\"tools\":[]}");
+    push("{\"type\":\"tools_registered\",\"count\":7,\"tools\":[]}");
     pump();
     CHECK_INT(fake_count_of(&F.fake, "register_tools"), 1);
     CHECK_STR(fake_sent(&F.fake, 2), "{\"type\":\"configure\",\"stream\":true}");
@@ -898,7 +913,7 @@ static void test_resume_refused_carries_on_in_the_new_session(void)
     push("{\"type\":\"error\",\"code\":\"SESSION_ERROR\",\"message\":\"Session not found\",\"details\":\"expired-session\"}");
     pump();
     CHECK_INT(fake_count_of(&F.fake, "register_tools"), 1);
-    push("{\"type\":\"tools_registered\",\"count\":6,\"tools\":[]}");
+    push("{\"type\":\"tools_registered\",\"count\":7,\"tools\":[]}");
     pump();
     EXPECT_EVENTS("ERROR turn= code=SESSION_ERROR message=Session not found details=expired-session",
                   "READY session=new-one resumed=0");
