@@ -33,9 +33,9 @@ interface Run {
   missing: boolean;
 }
 
-function run(command: string, args: string[], timeoutMs: number, input?: string): Promise<Run> {
+function run(command: string, args: string[], timeoutMs: number, input?: string, cwd = CLIENT_DIR): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: CLIENT_DIR, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let killed = false;
@@ -98,7 +98,7 @@ describe('C client (clients/c)', () => {
   beforeEach(() => stack?.llm.reset());
 
   it('passes its ctest suite: unit tests, the sanitizer build, and the fuzz run', async () => {
-    const ctest = await run('ctest', ['--test-dir', 'build', '--output-on-failure'], 110_000);
+    const ctest = await run('ctest', ['--output-on-failure'], 110_000, undefined, BUILD_DIR);
     expect(ctest.killed).toBe(false);
     if (ctest.code !== 0) throw new Error(`ctest failed:\n${ctest.stdout}${ctest.stderr}`);
     for (const name of ['unit', 'memory', 'unit_sanitized', 'memory_sanitized', 'fuzz_frame']) {

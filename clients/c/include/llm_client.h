@@ -60,7 +60,8 @@ typedef struct llm_transport {
     /* Opens a WebSocket to url (ws:// or wss://), sending "Authorization: Bearer <token>" at
      * the upgrade when bearer_token is not NULL. Returns once open, failed, or timed out. */
     int (*connect)(void *ctx, const char *url, const char *bearer_token, uint32_t timeout_ms);
-    /* Sends one complete text message. data[-send_headroom .. -1] is the transport's. */
+    /* Sends one complete text message; data[len] is a NUL, data[-send_headroom .. -1] is the
+     * transport's to write. Returns once the message is handed to the network. */
     int (*send_text)(void *ctx, char *data, size_t len);
     /* Waits up to timeout_ms for one complete text message. Returns 1 with *frame and *len set
      * (valid until the next poll or close), 0 when none came, LLM_ERR_TOO_LARGE when one was

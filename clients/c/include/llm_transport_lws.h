@@ -1,7 +1,9 @@
 /*
  * The llm_transport_t of Linux and macOS, on libwebsockets (4.x): ws:// and wss://, the
  * bearer token at the upgrade, one connection at a time, serviced only inside the
- * transport's own calls (no thread of its own).
+ * transport's own calls (no thread of its own). Every wait is bounded by its timeout, except
+ * name resolution: libwebsockets without LWS_WITH_SYS_ASYNC_DNS (Debian's) resolves host
+ * names with a blocking getaddrinfo() inside connect.
  */
 #ifndef LLM_TRANSPORT_LWS_H
 #define LLM_TRANSPORT_LWS_H
