@@ -19,6 +19,10 @@ import { SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL } from './support/spec-clients';
 const CLIENT_DIR = join(__dirname, '..', 'clients', 'c');
 const BUILD_DIR = join(CLIENT_DIR, 'build');
 const EXAMPLE = join(BUILD_DIR, 'llm_device_example');
+/** The same program built with ASan and UBSan, transport included. */
+const EXAMPLE_SANITIZED = join(BUILD_DIR, 'llm_device_example_sanitized');
+/** Sanitizer reports exit with this code, distinct from the example's own. */
+const SANITIZER_EXIT = 86;
 const TLS_DIR = join(CLIENT_DIR, 'tests', 'tls');
 const INSTALL = 'apt-get install libwebsockets-dev libcjson-dev clang cmake';
 const TOKEN = 'device-token-15';
@@ -35,7 +39,12 @@ interface Run {
 
 function run(command: string, args: string[], timeoutMs: number, input?: string, cwd = CLIENT_DIR): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const env = {
+      ...process.env,
+      ASAN_OPTIONS: `detect_leaks=1:exitcode=${SANITIZER_EXIT}`,
+      UBSAN_OPTIONS: `halt_on_error=1:print_stacktrace=1:exitcode=${SANITIZER_EXIT}`,
+    };
+    const child = spawn(command, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let killed = false;
@@ -60,6 +69,14 @@ function run(command: string, args: string[], timeoutMs: number, input?: string,
 /** llm_device_example, bounded: its own --timeout plus a margin the test enforces. */
 function device(...args: string[]): Promise<Run> {
   return run(EXAMPLE, args, 20_000);
+}
+
+/** The sanitizer build, which must behave the same and report nothing. */
+async function sanitizedDevice(...args: string[]): Promise<Run> {
+  const result = await run(EXAMPLE_SANITIZED, args, 30_000);
+  expect(result.stderr).not.toMatch(/AddressSanitizer|LeakSanitizer|runtime error:/);
+  expect(result.code).not.toBe(SANITIZER_EXIT);
+  return result;
 }
 
 function lines(text: string): string[] {
@@ -165,6 +182,24 @@ describe('C client (clients/c)', () => {
       expect(result).toMatchObject({ code: 0, killed: false });
       expect(lines(result.stdout)).toEqual(['电量85%，音量40']);
       expect(toolResults(stack.llm.requests[1])).toEqual({ b: { level: 85, charging: false }, v: { volume: 40, status: 'set' } });
+    });
+
+    it('does the same under ASan and UBSan, over ws:// and wss://, with nothing reported', async () => {
+      const proxy = await tlsProxy(stack.gateway.port);
+      try {
+        for (const url of [stack.gateway.ws('/'), `wss://localhost:${(proxy.address() as AddressInfo).port}/`]) {
+          stack.llm.reset();
+          stack.llm.reply(
+            { toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }, { id: 'v', name: 'set_volume', arguments: { volume: 40 } }] },
+            (request) => ({ text: `电量${toolResults(request).b.level}%` }),
+          );
+          const result = await sanitizedDevice(url, '--token', TOKEN, '--ca', join(TLS_DIR, 'test-only-localhost.crt'), '电量多少？');
+          expect(result).toMatchObject({ code: 0, killed: false });
+          expect(lines(result.stdout)).toEqual(['电量85%']);
+        }
+      } finally {
+        await new Promise((resolve) => proxy.close(resolve));
+      }
     });
 
     it('connects over wss:// (a TLS proxy in front of the gateway) with the token', async () => {
@@ -279,6 +314,17 @@ describe('C client (clients/c)', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toContain("error: CLIENT_FRAME_TOO_LARGE: a frame over the transport's maximum was dropped (40053 bytes)");
       expect(lines(result.stdout).slice(-1)).toEqual(['fragmented']);
+    });
+
+    it('handles the burst, the oversized frame and the drop under ASan and UBSan, with nothing reported', async () => {
+      mode = 'burst';
+      const burst = await sanitizedDevice(url, 'go');
+      expect(burst.code).toBe(0);
+      expect(lines(burst.stdout)).toHaveLength(202);
+      mode = 'oversize';
+      expect((await sanitizedDevice(url, 'go')).code).toBe(1);
+      mode = 'close';
+      expect((await sanitizedDevice(url, 'go')).code).toBe(3);
     });
 
     it('exits 3 when the server drops the connection mid-turn', async () => {
