@@ -139,13 +139,24 @@ static llm_turn_t *newest_turn(llm_client_t *c)
     return c->turn_count > 0 ? turn_at(c, c->turn_count - 1) : NULL;
 }
 
+/* Whether id is one this client gave a turn ("t" and its number). */
+static int issued_here(const llm_client_t *c, const char *id)
+{
+    unsigned long n = 0;
+    if (id[0] != 't' || id[1] == '\0' || id[1] == '0') return 0;
+    for (const char *p = id + 1; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9' || n > 0xffffffffUL / 10) return 0;
+        n = n * 10 + (unsigned long)(*p - '0');
+    }
+    return n >= 1 && n <= c->turn_counter;
+}
+
 /* The turn a frame belongs to: the one it names, else the oldest still open. A gateway that
  * names turns its own way has its name adopted by the oldest turn not yet named. NULL when
- * no turn is open, or the frame names the turn that just ended (*stale set). */
+ * no turn is open, or when the frame names a turn already over (*stale set). */
 static llm_turn_t *turn_of(llm_client_t *c, const char *turn_id, int *stale)
 {
-    *stale = turn_id[0] != '\0' && strcmp(turn_id, c->ended_turn_id) == 0;
-    if (c->turn_count == 0 || *stale) return NULL;
+    *stale = 0;
     if (turn_id[0] != '\0') {
         for (unsigned i = 0; i < c->turn_count; i++) {
             llm_turn_t *t = turn_at(c, i);
@@ -154,6 +165,13 @@ static llm_turn_t *turn_of(llm_client_t *c, const char *turn_id, int *stale)
                 return t;
             }
         }
+        if (strcmp(turn_id, c->ended_turn_id) == 0 || issued_here(c, turn_id)) {
+            *stale = 1;
+            return NULL;
+        }
+    }
+    if (c->turn_count == 0) return NULL;
+    if (turn_id[0] != '\0') {
         for (unsigned i = 0; i < c->turn_count; i++) {
             llm_turn_t *t = turn_at(c, i);
             if (!t->confirmed) {

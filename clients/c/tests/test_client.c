@@ -816,6 +816,14 @@ static void test_late_frames_of_an_ended_turn_are_dropped(void)
     CHECK_INT(F.fake.sent_count, 0);
     EXPECT_EVENTS("RESPONSE turn=t1 final=1 seq=-1 content=First.", "TURN_END turn=t1 cancelled=0 failed=0",
                   "RESPONSE turn=t2 final=1 seq=-1 content=Second.");
+    push("{\"type\":\"status\",\"status\":\"idle\",\"turn_id\":\"t2\",\"data\":{}}");
+    pump();
+    /* two turns on, t1's frames are still not t3's */
+    CHECK_INT(llm_client_send_text(&F.client, "third"), LLM_OK);
+    push("{\"type\":\"llm_response\",\"content\":\"First, once more.\",\"is_final\":false,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"llm_response\",\"content\":\"Third.\",\"is_final\":true,\"turn_id\":\"t3\"}");
+    pump();
+    EXPECT_EVENTS("TURN_END turn=t2 cancelled=0 failed=0", "RESPONSE turn=t3 final=1 seq=-1 content=Third.");
 }
 
 static void test_close_ends_open_turns(void)
