@@ -106,6 +106,44 @@ describe.each(TRANSPORTS)('the official MCP SDK client over %s', (_name, transpo
     expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('whoami');
   });
 
+  it('answers a call that asks for progress like any other', async () => {
+    const withProgress = await client.callTool({ name: 'calculator', arguments: { a: 2, b: 3 } }, undefined, { onprogress: () => undefined });
+    expect(withProgress).toEqual({ content: [{ type: 'text', text: '5' }] });
+  });
+
+  it('stops a call the client cancels (notifications/cancelled) and sends it no answer; the session goes on', async () => {
+    const registry = gateway.app.get(ToolRegistryService);
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let stopped!: (reason: unknown) => void;
+    const abortReason = new Promise((resolve) => (stopped = resolve));
+    registry.register({
+      name: 'test.cancellable',
+      description: 'Runs until its caller gives up',
+      inputSchema: { type: 'object' },
+      source: 'module',
+      handler: (_args, { signal }) =>
+        new Promise(() => {
+          signal.addEventListener('abort', () => stopped(signal.reason));
+          started();
+        }),
+    });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    try {
+      const controller = new AbortController();
+      const call = client.callTool({ name: 'test.cancellable', arguments: {} }, undefined, { signal: controller.signal });
+      await running;
+      controller.abort('the user spoke over it');
+      await expect(call).rejects.toThrow();
+      await expect(abortReason).resolves.toBeDefined();
+      expect(await client.callTool({ name: 'calculator', arguments: { a: 1, b: 1 } })).toEqual({ content: [{ type: 'text', text: '2' }] });
+      expect(errors).toEqual([]);
+    } finally {
+      registry.unregister('test.cancellable');
+    }
+  });
+
   it('is refused with a wrong token', async () => {
     const refused = new Client({ name: 'sdk-e2e', version: '1.0.0' });
     await expect(refused.connect(transportTo(gateway, 'wrong-token'))).rejects.toThrow();

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { GatewayError } from '../errors/gateway-error';
 import { isPromise, MaybePromise } from '../maybe-promise';
+import { FRAME_MAX_DEPTH, withinDepth } from '../validation/frame-schema';
 import { DeadlineSweep, Expiring } from './deadline-sweep';
 import type { ArgumentsValidator } from './json-schema';
 import { textOfContent, ToolContentResult } from './tool-content';
@@ -66,9 +67,10 @@ function success(returned: unknown, started: number): ToolSuccess {
   return { ok: true, value: structuredContent ?? textOfContent(content), content, durationMs };
 }
 
-/** Checks `args` against the entry's schema: arguments are a JSON object, then the schema's rules. */
+/** Checks `args` against the entry's schema: a JSON object of bounded depth, then the schema's rules. */
 export function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return 'arguments must be a JSON object';
+  if (!withinDepth(args, FRAME_MAX_DEPTH)) return `arguments nest deeper than ${FRAME_MAX_DEPTH} levels`;
   return entry.validate(args);
 }
 

@@ -65,7 +65,7 @@ export function compileFrameSchema(schema: FrameSchema): FrameCheck {
 function describeFrameError(error: ErrorObject): string {
   if (error.keyword === 'errorMessage') return error.message ?? 'is invalid';
   const path = error.instancePath.split('/').slice(1).join('.');
-  if (error.keyword === 'maxDepth') return `${path || 'the message'} nests deeper than ${error.schema} levels`;
+  if (error.keyword === 'maxDepth') return `${path || 'the message'} nests deeper than ${FRAME_MAX_DEPTH} levels`;
   if (error.keyword === 'required') {
     const missing = String(error.params.missingProperty);
     return `${path ? `${path}.${missing}` : missing} is required`;
