@@ -1,15 +1,12 @@
 import type { Logger } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResult, ErrorCode, Implementation, McpError, Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import type { ToolContentResult } from '../core/tools/tool-content';
-import type { ToolSource } from '../core/tools/tool-definition';
-import { ToolError } from '../core/tools/tool-error';
+import { ErrorCode, Implementation, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
 import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
-import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
+import type { SkippedTool } from './upstream.mapper';
 import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
+import { UpstreamLinkState, UpstreamToolSync } from './upstream-tool-sync';
 import { openLink, refusesStreamableHttp, UpstreamLink } from './upstream-transport';
 
 /**
@@ -49,28 +46,19 @@ export interface UpstreamContext {
   retryMaxMs: number;
 }
 
-/** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
-const MAX_TOOL_PAGES = 100;
-
-const SDK_TIMEOUT_MARGIN_MS = 1000;
-
 /**
- * One upstream MCP server, kept connected: its tools join the catalogue under source
- * `mcp:<name>` while it is connected, follow its `tools/list_changed`, and are withdrawn the
- * moment it goes away (the process exits, the connection closes, a ping or a call cannot reach
- * it). It is then retried with exponential backoff, forever, at most `retryMaxMs` apart; a
- * stdio server is started again. Every call ends in a result or a clean tool error.
+ * One upstream MCP server, kept connected: its tools join the catalogue while it is connected
+ * ({@link UpstreamToolSync}) and are withdrawn the moment it goes away (the process exits, the
+ * connection closes, a ping or a call cannot reach it). It is then retried with exponential
+ * backoff, forever, at most `retryMaxMs` apart; a stdio server is started again.
  */
-export class UpstreamConnection {
+export class UpstreamConnection implements UpstreamLinkState {
   private state: UpstreamState;
-  private readonly source: ToolSource;
   private readonly redact: (text: string) => string;
+  private readonly tools: UpstreamToolSync;
   /** The client of the attempt under way or of the live connection. */
   private client?: Client;
   private link?: UpstreamLink;
-  /** Catalogue name -> the upstream's own name, which calls send. */
-  private upstreamNames = new Map<string, string>();
-  private skipped: SkippedTool[] = [];
   private everConnected = false;
   private failures = 0;
   /** Where the backoff is: reset only by a connection that held, so a server that dies at once backs off too. */
@@ -84,9 +72,6 @@ export class UpstreamConnection {
   private retryTimer?: NodeJS.Timeout;
   private pingTimer?: NodeJS.Timeout;
   private checkingAlive = false;
-  private callsInFlight = 0;
-  private refreshes: Promise<void> = Promise.resolve();
-  private refreshQueued = false;
   private readonly closing = new Set<Promise<void>>();
   private stopped = false;
 
@@ -95,8 +80,8 @@ export class UpstreamConnection {
     private readonly context: UpstreamContext,
   ) {
     this.state = server.disabled ? 'disabled' : 'connecting';
-    this.source = `mcp:${server.name}`;
     this.redact = redactorFor(server);
+    this.tools = new UpstreamToolSync(server, `mcp:${server.name}`, context.registry, this, context.logger, this.redact);
   }
 
   /** Starts connecting in the background; never waits and never throws. */
@@ -114,14 +99,13 @@ export class UpstreamConnection {
   }
 
   status(): UpstreamStatus {
-    const tools = this.context.registry.list().filter((tool) => tool.source === this.source).length;
     const iso = (time: number | undefined) => (time === undefined ? undefined : new Date(time).toISOString());
     return {
       state: this.state,
       transport: this.link?.kind ?? this.server.transport,
-      tools,
-      ...(this.skipped.length > 0 && { skipped_tools: this.skipped }),
-      calls_in_flight: this.callsInFlight,
+      tools: this.tools.count,
+      ...(this.tools.skipped.length > 0 && { skipped_tools: this.tools.skipped }),
+      calls_in_flight: this.tools.callsInFlight,
       pid: this.link?.pid(),
       connected_since: iso(this.connectedSince),
       failures: this.failures,
@@ -132,6 +116,10 @@ export class UpstreamConnection {
 
   private get connected(): boolean {
     return this.state === 'connected';
+  }
+
+  connectedClient(): Client | undefined {
+    return this.connected ? this.client : undefined;
   }
 
   private get label(): string {
@@ -146,14 +134,14 @@ export class UpstreamConnection {
     try {
       const client = await this.connectClient();
       this.listStale = false;
-      const tools = await this.listTools(client);
+      const tools = await this.tools.list(client);
       if (this.stopped) return;
       this.state = 'connected';
       this.connectedSince = Date.now();
       this.failures = 0;
-      this.syncTools(tools);
-      if (this.listStale) this.queueRefresh(client);
-      const count = this.upstreamNames.size;
+      this.tools.sync(tools);
+      if (this.listStale) this.tools.queueRefresh(client);
+      const count = this.tools.count;
       const how = `${this.link!.kind}, ${count} tool${count === 1 ? '' : 's'}`;
       if (this.everConnected) this.context.logger.log(`${this.label} is back (${how})`);
       else this.context.logger.log(`${this.label} connected (${how})`);
@@ -196,116 +184,11 @@ export class UpstreamConnection {
       void this.checkAlive(client);
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      if (this.connected) this.queueRefresh(client);
+      if (this.connected) this.tools.queueRefresh(client);
       else this.listStale = true;
     });
     await client.connect(link.transport, { timeout: this.server.connectTimeoutMs });
     return client;
-  }
-
-  private async listTools(client: Client): Promise<Tool[]> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.server.connectTimeoutMs });
-      tools.push(...result.tools);
-      cursor = result.nextCursor;
-      if (cursor === undefined) break;
-    }
-    return tools;
-  }
-
-  /**
-   * Brings the catalogue in line with the upstream's list: tools it no longer offers, or offers
-   * differently, are removed; new ones added. A tool the catalogue refuses (its name is taken,
-   * its schema is not JSON Schema) is skipped and reported, the others still join.
-   */
-  private syncTools(tools: Tool[]): void {
-    const { registry } = this.context;
-    const { planned, skipped } = planTools(this.server.prefix, tools);
-    const wanted = new Map(planned.map((tool) => [tool.name, tool]));
-    const timeoutMs = this.server.callTimeoutMs;
-    const current = new Map(registry.list().filter((tool) => tool.source === this.source).map((tool) => [tool.name, tool]));
-    for (const [name, tool] of current) {
-      const next = wanted.get(name);
-      if (!next || !isSameTool(tool, next, timeoutMs)) {
-        registry.unregister(name);
-        current.delete(name);
-      }
-    }
-    this.upstreamNames = new Map();
-    this.skipped = skipped;
-    for (const tool of planned) {
-      if (!current.has(tool.name)) {
-        try {
-          registry.register({
-            name: tool.name,
-            description: tool.description,
-            inputSchema: tool.inputSchema,
-            outputSchema: tool.outputSchema,
-            timeoutMs,
-            source: this.source,
-            handler: (args, { signal }) => this.call(tool.name, args, signal),
-          });
-        } catch (error) {
-          this.skipped.push({ tool: tool.upstreamName, reason: (error as Error).message });
-          continue;
-        }
-      }
-      this.upstreamNames.set(tool.name, tool.upstreamName);
-    }
-    for (const { tool, reason } of this.skipped) this.context.logger.warn(`${this.label}: tool "${tool}" is not offered: ${reason}`);
-  }
-
-  /** Runs one catalogue call on the upstream; every failure becomes a clean tool error. */
-  private async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolContentResult> {
-    const client = this.client;
-    const upstreamName = this.upstreamNames.get(name);
-    if (!this.connected || !client || upstreamName === undefined) {
-      throw new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} is not connected; try again later`);
-    }
-    let result: CallToolResult;
-    this.callsInFlight += 1;
-    try {
-      // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
-      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS };
-      // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
-      result = (await client.callTool({ name: upstreamName, arguments: args }, undefined, options)) as CallToolResult;
-    } catch (error) {
-      throw this.callFailure(client, error, signal);
-    } finally {
-      this.callsInFlight -= 1;
-    }
-    if (result.isError) throw new ToolError(this.redact(errorText(result)) || `${this.label} reported a failure without a message`);
-    return toContentResult(result);
-  }
-
-  private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {
-    if (signal.aborted) return error; // the registry's own timeout or the caller's cancellation
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-      return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
-    }
-    if (error instanceof McpError) return new ToolError(`${this.label}: ${this.redact(error.message)}`);
-    // Not an answer of the upstream's: the transport failed, so the connection is gone.
-    this.lost(client, error);
-    return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} cannot be reached: ${this.redact(describeUpstreamError(error))}`);
-  }
-
-  /** Re-reads the tool list after `list_changed`; notifications that arrive meanwhile make one more read. */
-  private queueRefresh(client: Client): void {
-    if (this.refreshQueued) return;
-    this.refreshQueued = true;
-    this.refreshes = this.refreshes.then(async () => {
-      this.refreshQueued = false;
-      if (client !== this.client || !this.connected) return;
-      try {
-        const tools = await this.listTools(client);
-        if (client === this.client && this.connected) this.syncTools(tools);
-      } catch (error) {
-        this.context.logger.warn(`${this.label}: could not re-read its tools: ${this.redact(describeUpstreamError(error))}`);
-        await this.checkAlive(client);
-      }
-    });
   }
 
   private schedulePing(client: Client): void {
@@ -319,7 +202,7 @@ export class UpstreamConnection {
   }
 
   /** Pings a connected upstream; no answer in time, or no way to send, means it is gone. */
-  private async checkAlive(client: Client): Promise<void> {
+  async checkAlive(client: Client): Promise<void> {
     if (this.checkingAlive || client !== this.client || !this.connected) return;
     this.checkingAlive = true;
     try {
@@ -334,10 +217,9 @@ export class UpstreamConnection {
   }
 
   /** The live connection is gone: withdraw its tools, close what is left of it, and retry. */
-  private lost(client: Client, error: unknown): void {
+  lost(client: Client, error: unknown): void {
     if (client !== this.client || !this.connected || this.stopped) return;
-    const withdrawn = this.context.registry.unregisterSource(this.source);
-    this.upstreamNames.clear();
+    const withdrawn = this.tools.withdraw();
     // A connection that held for a while starts the backoff afresh; one that keeps dying does not.
     if (Date.now() - this.connectedSince! >= this.context.retryMaxMs) this.backoffStep = 0;
     this.connectedSince = undefined;

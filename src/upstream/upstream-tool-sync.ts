@@ -1,0 +1,178 @@
+import type { Logger } from '@nestjs/common';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResult, ErrorCode, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { ToolContentResult } from '../core/tools/tool-content';
+import type { ToolSource } from '../core/tools/tool-definition';
+import { ToolError } from '../core/tools/tool-error';
+import type { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { describeUpstreamError } from './upstream-errors';
+import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
+import type { UpstreamServerConfig } from './upstream-servers.config';
+
+/** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
+const MAX_TOOL_PAGES = 100;
+
+const SDK_TIMEOUT_MARGIN_MS = 1000;
+
+/** What the tool sync needs of the connection that keeps the upstream up. */
+export interface UpstreamLinkState {
+  /** The live client, while the upstream is connected. */
+  connectedClient(): Client | undefined;
+  /** A call could not reach the upstream at all: the connection is gone. */
+  lost(client: Client, error: unknown): void;
+  /** A re-read of the tools failed: check whether the upstream is still there. */
+  checkAlive(client: Client): Promise<void>;
+}
+
+/**
+ * One upstream's tools in the catalogue, under source `mcp:<name>`: read page by page, kept in
+ * line with the upstream's list (its `list_changed` re-reads it), withdrawn when it goes away,
+ * and called on it, every failure a clean tool error.
+ */
+export class UpstreamToolSync {
+  /** Catalogue name -> the upstream's own name, which calls send. */
+  private upstreamNames = new Map<string, string>();
+  private skippedTools: SkippedTool[] = [];
+  private refreshes: Promise<void> = Promise.resolve();
+  private refreshQueued = false;
+  private inFlight = 0;
+
+  constructor(
+    private readonly server: UpstreamServerConfig,
+    private readonly source: ToolSource,
+    private readonly registry: ToolRegistryService,
+    private readonly link: UpstreamLinkState,
+    private readonly logger: Logger,
+    private readonly redact: (text: string) => string,
+  ) {}
+
+  private get label(): string {
+    return `MCP server "${this.server.name}"`;
+  }
+
+  /** How many of its tools the catalogue holds. */
+  get count(): number {
+    return this.upstreamNames.size;
+  }
+
+  get skipped(): SkippedTool[] {
+    return this.skippedTools;
+  }
+
+  /** Calls sent and not yet answered. */
+  get callsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** Every tool the upstream offers, all pages. */
+  async list(client: Client): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.server.connectTimeoutMs });
+      tools.push(...result.tools);
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
+  }
+
+  /**
+   * Brings the catalogue in line with the upstream's list: tools it no longer offers, or offers
+   * differently, are removed; new ones added. A tool the catalogue refuses (its name is taken,
+   * its schema is not JSON Schema) is skipped and reported, the others still join.
+   */
+  sync(tools: Tool[]): void {
+    const { planned, skipped } = planTools(this.server.prefix, tools);
+    const wanted = new Map(planned.map((tool) => [tool.name, tool]));
+    const timeoutMs = this.server.callTimeoutMs;
+    const current = new Map(this.registry.list().filter((tool) => tool.source === this.source).map((tool) => [tool.name, tool]));
+    for (const [name, tool] of current) {
+      const next = wanted.get(name);
+      if (!next || !isSameTool(tool, next, timeoutMs)) {
+        this.registry.unregister(name);
+        current.delete(name);
+      }
+    }
+    this.upstreamNames = new Map();
+    this.skippedTools = skipped;
+    for (const tool of planned) {
+      if (!current.has(tool.name)) {
+        try {
+          this.registry.register({
+            name: tool.name,
+            description: tool.description,
+            inputSchema: tool.inputSchema,
+            outputSchema: tool.outputSchema,
+            timeoutMs,
+            source: this.source,
+            handler: (args, { signal }) => this.call(tool.name, args, signal),
+          });
+        } catch (error) {
+          this.skippedTools.push({ tool: tool.upstreamName, reason: (error as Error).message });
+          continue;
+        }
+      }
+      this.upstreamNames.set(tool.name, tool.upstreamName);
+    }
+    for (const { tool, reason } of this.skippedTools) this.logger.warn(`${this.label}: tool "${tool}" is not offered: ${reason}`);
+  }
+
+  /** The upstream went away: its tools leave the catalogue; returns how many. */
+  withdraw(): number {
+    this.upstreamNames.clear();
+    return this.registry.unregisterSource(this.source);
+  }
+
+  /** Re-reads the tool list after `list_changed`; notifications that arrive meanwhile make one more read. */
+  queueRefresh(client: Client): void {
+    if (this.refreshQueued) return;
+    this.refreshQueued = true;
+    this.refreshes = this.refreshes.then(async () => {
+      this.refreshQueued = false;
+      if (client !== this.link.connectedClient()) return;
+      try {
+        const tools = await this.list(client);
+        if (client === this.link.connectedClient()) this.sync(tools);
+      } catch (error) {
+        this.logger.warn(`${this.label}: could not re-read its tools: ${this.redact(describeUpstreamError(error))}`);
+        await this.link.checkAlive(client);
+      }
+    });
+  }
+
+  /** Runs one catalogue call on the upstream; every failure becomes a clean tool error. */
+  private async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolContentResult> {
+    const client = this.link.connectedClient();
+    const upstreamName = this.upstreamNames.get(name);
+    if (!client || upstreamName === undefined) {
+      throw new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} is not connected; try again later`);
+    }
+    let result: CallToolResult;
+    this.inFlight += 1;
+    try {
+      // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
+      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS };
+      // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
+      result = (await client.callTool({ name: upstreamName, arguments: args }, undefined, options)) as CallToolResult;
+    } catch (error) {
+      throw this.callFailure(client, error, signal);
+    } finally {
+      this.inFlight -= 1;
+    }
+    if (result.isError) throw new ToolError(this.redact(errorText(result)) || `${this.label} reported a failure without a message`);
+    return toContentResult(result);
+  }
+
+  private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted) return error; // the registry's own timeout or the caller's cancellation
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+      return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
+    }
+    if (error instanceof McpError) return new ToolError(`${this.label}: ${this.redact(error.message)}`);
+    // Not an answer of the upstream's: the transport failed, so the connection is gone.
+    this.link.lost(client, error);
+    return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} cannot be reached: ${this.redact(describeUpstreamError(error))}`);
+  }
+}
