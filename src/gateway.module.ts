@@ -14,7 +14,9 @@ import { LlmService } from './core/llm/llm.service';
 import { SystemPromptService } from './core/llm/system-prompt.service';
 import { CharacterCatalogueService } from './core/roleplay/character-catalogue.service';
 import { MemorySessionStore } from './core/session/memory-session.store';
+import { RedisSessionPresence } from './core/session/redis-session-presence';
 import { RedisSessionStore } from './core/session/redis-session.store';
+import { LocalSessionPresence, SESSION_PRESENCE } from './core/session/session-presence';
 import { SESSION_STORE } from './core/session/session-store';
 import { SessionService } from './core/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
@@ -85,6 +87,12 @@ const SHARED_CORE = [
         session.redisUrl
           ? RedisSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
           : new MemorySessionStore(session.timeoutMs),
+    },
+    {
+      provide: SESSION_PRESENCE,
+      inject: [GATEWAY_CONFIG],
+      useFactory: ({ session }: GatewayConfig) =>
+        session.redisUrl ? RedisSessionPresence.connect(session.redisUrl, session.redisKeyPrefix) : new LocalSessionPresence(),
     },
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
     ToolDiscoveryService,

@@ -1,5 +1,7 @@
 import type Redis from 'ioredis';
-import { RedisSessionStore, RedisUnavailableError } from '../src/core/session/redis-session.store';
+import { RedisUnavailableError } from '../src/core/session/redis-connection';
+import { RedisSessionPresence } from '../src/core/session/redis-session-presence';
+import { RedisSessionStore } from '../src/core/session/redis-session.store';
 import type { Session } from '../src/core/session/session';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from './support/redis';
 
@@ -116,13 +118,14 @@ describe('RedisSessionStore, against a real Redis', () => {
   });
 
   it('tells the other instances, and only them, which sessions it holds', async () => {
-    const other = await RedisSessionStore.connect(TEST_REDIS_URL, prefix, 60_000);
+    const here = await RedisSessionPresence.connect(TEST_REDIS_URL, prefix);
+    const other = await RedisSessionPresence.connect(TEST_REDIS_URL, prefix);
     try {
       const heardHere: string[] = [];
       const heardThere: string[] = [];
-      store.onAttachedElsewhere((id) => heardHere.push(id));
+      here.onAttachedElsewhere((id) => heardHere.push(id));
       other.onAttachedElsewhere((id) => heardThere.push(id));
-      await store.announceAttach('from-here');
+      await here.announceAttach('from-here');
       await other.announceAttach('from-there');
       const deadline = Date.now() + 5000;
       while ((heardHere.length === 0 || heardThere.length === 0) && Date.now() < deadline) {
@@ -131,7 +134,7 @@ describe('RedisSessionStore, against a real Redis', () => {
       expect(heardHere).toEqual(['from-there']);
       expect(heardThere).toEqual(['from-here']);
     } finally {
-      await other.onApplicationShutdown();
+      await Promise.all([here.onApplicationShutdown(), other.onApplicationShutdown()]);
     }
   });
 

@@ -2,9 +2,10 @@ import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionStore } from './session-store';
 
 /**
- * Sessions in this process's memory: the embedded default, for one instance. Sessions are
- * copied in and out, so callers never share a mutable object with the store, exactly as with a
- * remote store. They do not survive a restart: use the Redis store for that.
+ * Sessions in this process's memory: the embedded default, for one instance. A session's
+ * settings and history are never changed in place: each write replaces them, so what `get`
+ * returns (a shallow copy) stays as it was read, as with a remote store, without a deep copy
+ * per read. They do not survive a restart: use the Redis store for that.
  */
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
@@ -15,29 +16,31 @@ export class MemorySessionStore implements SessionStore {
   ) {}
 
   async create(session: Session): Promise<void> {
-    this.sessions.set(session.id, structuredClone(session));
+    this.sessions.set(session.id, { ...session, settings: { ...session.settings }, history: [...session.history] });
   }
 
   async get(id: string): Promise<Session | undefined> {
     const session = this.live(id);
-    return session && structuredClone(session);
+    return session && { ...session };
   }
 
   async updateSettings(id: string, settings: Partial<SessionSettings>): Promise<boolean> {
     const session = this.live(id);
     if (!session) return false;
+    const next: SessionSettings = { ...session.settings };
     for (const [key, value] of Object.entries(settings) as [keyof SessionSettings, never][]) {
-      if (value === undefined) delete session.settings[key];
-      else session.settings[key] = value;
+      if (value === undefined) delete next[key];
+      else next[key] = value;
     }
+    session.settings = next;
     session.lastActiveAt = this.now();
     return true;
   }
 
-  async appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void> {
+  async appendHistory(id: string, messages: readonly HistoryMessage[], limit: number): Promise<void> {
     const session = this.live(id);
     if (!session) return;
-    session.history = limit > 0 ? [...session.history, ...structuredClone(messages)].slice(-limit) : [];
+    session.history = limit > 0 ? [...session.history, ...messages.map((message) => ({ ...message }))].slice(-limit) : [];
     session.lastActiveAt = this.now();
   }
 
@@ -62,11 +65,6 @@ export class MemorySessionStore implements SessionStore {
   }
 
   readonly ready = true;
-
-  /** One instance: nobody else to tell. */
-  async announceAttach(): Promise<void> {}
-
-  onAttachedElsewhere(): void {}
 
   /** How many sessions are held (expired ones not yet swept included). */
   get size(): number {

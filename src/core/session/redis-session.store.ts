@@ -1,15 +1,8 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
-import { randomUUID } from 'crypto';
-import Redis, { RedisOptions } from 'ioredis';
-import { StartupError } from '../errors/startup-error';
+import type Redis from 'ioredis';
+import { COMMAND_TIMEOUT_MS, connectRedis } from './redis-connection';
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionStore } from './session-store';
-
-/** How long a Redis command may take before the request fails with SESSION_ERROR. */
-const COMMAND_TIMEOUT_MS = 2000;
-
-/** How long the boot waits for Redis before it gives up with a clear error. */
-const CONNECT_TIMEOUT_MS = 5000;
 
 /**
  * Every write below is one Lua script: it checks that the session still exists (so a write
@@ -68,17 +61,6 @@ const SCRIPTS = {
 
 type ScriptedRedis = Redis & Record<keyof typeof SCRIPTS, (...args: (string | number)[]) => Promise<number>>;
 
-/** Thrown at boot when Redis cannot be reached; the message names the URL (without its password). */
-export class RedisUnavailableError extends StartupError {
-  constructor(url: string, cause: string) {
-    super(`Cannot reach Redis at ${redactPassword(url)} (REDIS_URL): ${cause}`);
-  }
-}
-
-function redactPassword(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, '//***@');
-}
-
 /**
  * Sessions in Redis (`REDIS_URL`), shared by every instance and kept across restarts. A session
  * is three keys under one hash tag (so a Redis Cluster keeps them in one slot): a `meta` hash
@@ -88,60 +70,25 @@ function redactPassword(url: string): string {
  *
  * Commands fail fast rather than queue while Redis is away (no offline queue, a command
  * timeout), so requests answer SESSION_ERROR at once; the client keeps reconnecting in the
- * background and service resumes by itself. Announcements of which instance holds a session
- * travel on a pub/sub channel, over a second connection as Redis requires.
+ * background and service resumes by itself.
  */
 export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
   private readonly logger = new Logger('RedisSessions');
-  private readonly instanceId = randomUUID();
-  private readonly channel: string;
-  private readonly listeners: ((sessionId: string) => void)[] = [];
 
   private constructor(
     private readonly redis: ScriptedRedis,
-    private readonly subscriber: Redis,
     private readonly prefix: string,
     private readonly ttlMs: number,
-  ) {
-    this.channel = `${prefix}session-attached`;
-  }
+  ) {}
 
-  /** Connects both connections, or fails with {@link RedisUnavailableError}. */
+  /** Connects, or fails with `RedisUnavailableError`. */
   static async connect(url: string, prefix: string, ttlMs: number): Promise<RedisSessionStore> {
-    const options: RedisOptions = {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      // At boot a failure is final; once connected, the connection is retried for ever (see below).
-      retryStrategy: () => null,
-    };
-    const redis = new Redis(url, options) as ScriptedRedis;
-    const subscriber = new Redis(url, options);
-    for (const [name, script] of Object.entries(SCRIPTS)) {
-      redis.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-    }
-    // ioredis reports why a connection failed as an 'error' event and rejects connect() vaguely.
-    let cause: string | undefined;
-    const remember = (error: Error) => (cause ??= error.message);
-    redis.on('error', remember);
-    subscriber.on('error', remember);
-    try {
-      await Promise.all([redis.connect(), subscriber.connect()]);
-      await redis.ping();
-    } catch (error) {
-      // A client whose connection already ended must not be disconnected again: ioredis would arm a timer.
-      for (const client of [redis, subscriber]) if (client.status !== 'end') client.disconnect();
-      throw new RedisUnavailableError(url, cause ?? (error as Error).message);
-    } finally {
-      redis.off('error', remember);
-      subscriber.off('error', remember);
-    }
-    // Armed only once connected, so nothing of a failed boot outlives it.
-    for (const client of [redis, subscriber]) client.options.retryStrategy = (attempt) => Math.min(100 * 2 ** attempt, 5000);
+    const [redis] = (await connectRedis(url, 1, (client) => {
+      for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    })) as ScriptedRedis[];
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    const store = new RedisSessionStore(redis, subscriber, prefix, ttlMs);
-    await store.listen();
+    const store = new RedisSessionStore(redis, prefix, ttlMs);
+    store.watch();
     return store;
   }
 
@@ -179,7 +126,7 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     return (await this.redis.updateSessionSettings(...this.keys(id), this.ttlMs, Date.now(), JSON.stringify(patch))) === 1;
   }
 
-  async appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void> {
+  async appendHistory(id: string, messages: readonly HistoryMessage[], limit: number): Promise<void> {
     await this.redis.appendSessionHistory(...this.keys(id), this.ttlMs, Date.now(), limit, ...messages.map((m) => JSON.stringify(m)));
   }
 
@@ -196,16 +143,8 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     return 0;
   }
 
-  async announceAttach(sessionId: string): Promise<void> {
-    await this.redis.publish(this.channel, JSON.stringify({ sessionId, instanceId: this.instanceId }));
-  }
-
-  onAttachedElsewhere(listener: (sessionId: string) => void): void {
-    this.listeners.push(listener);
-  }
-
   async onApplicationShutdown(): Promise<void> {
-    await Promise.allSettled([this.redis.quit(), this.subscriber.quit()]);
+    await Promise.allSettled([this.redis.quit()]);
   }
 
   /** Whether commands can be sent right now (for /health). */
@@ -213,7 +152,8 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     return this.redis.status === 'ready';
   }
 
-  private async listen(): Promise<void> {
+  /** Logs a lost connection once, and its return. */
+  private watch(): void {
     let lost = false;
     this.redis.on('error', (error: Error) => {
       if (!lost) this.logger.error(`Redis connection lost: ${error.message}; reconnecting`);
@@ -223,16 +163,6 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
       if (lost) this.logger.log('Redis connection restored');
       lost = false;
     });
-    this.subscriber.on('error', () => undefined);
-    this.subscriber.on('message', (_channel: string, text: string) => {
-      try {
-        const { sessionId, instanceId } = JSON.parse(text) as { sessionId: string; instanceId: string };
-        if (instanceId !== this.instanceId) this.listeners.forEach((listener) => listener(sessionId));
-      } catch {
-        this.logger.warn(`Ignored a malformed announcement on ${this.channel}`);
-      }
-    });
-    await this.subscriber.subscribe(this.channel);
   }
 
   private keys(id: string): [meta: string, settings: string, history: string] {

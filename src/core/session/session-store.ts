@@ -15,16 +15,12 @@ export interface SessionStore {
   /** Sets the given settings; a key given as `undefined` is cleared. False when the session is gone. */
   updateSettings(id: string, settings: Partial<SessionSettings>): Promise<boolean>;
   /** Appends to the history, keeping the last `limit` messages. */
-  appendHistory(id: string, messages: HistoryMessage[], limit: number): Promise<void>;
+  appendHistory(id: string, messages: readonly HistoryMessage[], limit: number): Promise<void>;
   /** Marks the session active now, restarting its timeout. */
   touch(id: string): Promise<void>;
   delete(id: string): Promise<boolean>;
   /** Removes expired sessions (a store with its own expiry, such as Redis TTLs, does nothing); returns how many. */
   sweep(): Promise<number>;
-  /** Tells the other instances sharing this store that a connection here now holds `sessionId`. */
-  announceAttach(sessionId: string): Promise<void>;
-  /** `listener` hears when another instance announces that it holds a session. */
-  onAttachedElsewhere(listener: (sessionId: string) => void): void;
   /** Whether the store can serve requests right now (for `/health`). */
   readonly ready: boolean;
 }

@@ -1,6 +1,7 @@
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { GatewayError } from '../errors/gateway-error';
 import { MemorySessionStore } from './memory-session.store';
+import { LocalSessionPresence } from './session-presence';
 import type { SessionStore } from './session-store';
 import { SessionService } from './session.service';
 
@@ -16,11 +17,14 @@ describe('MemorySessionStore', () => {
     history: [],
   });
 
-  it('hands out copies, never its own objects', async () => {
+  it('never changes what it handed out: writes replace settings and history', async () => {
     await store.create(session('a'));
-    const copy = await store.get('a');
-    copy!.history.push({ role: 'user', content: 'x' });
-    expect((await store.get('a'))!.history).toEqual([]);
+    const before = await store.get('a');
+    await store.appendHistory('a', [{ role: 'user', content: 'x' }], 10);
+    await store.updateSettings('a', { temperature: 0.1 });
+    expect(before!.history).toEqual([]);
+    expect(before!.settings.temperature).toBe(0.7);
+    expect((await store.get('a'))!).toMatchObject({ history: [{ role: 'user', content: 'x' }], settings: { temperature: 0.1 } });
   });
 
   it('keeps the last `limit` messages', async () => {
@@ -49,7 +53,7 @@ describe('SessionService', () => {
   let service: SessionService;
 
   beforeEach(() => {
-    service = new SessionService(new MemorySessionStore(config.session.timeoutMs), config);
+    service = new SessionService(new MemorySessionStore(config.session.timeoutMs), new LocalSessionPresence(), config);
   });
 
   it('creates sessions with the configured defaults', async () => {
@@ -105,11 +109,9 @@ describe('SessionService', () => {
       touch: () => Promise.reject(new Error('down')),
       delete: () => Promise.reject(new Error('down')),
       sweep: () => Promise.reject(new Error('down')),
-      announceAttach: () => Promise.reject(new Error('down')),
-      onAttachedElsewhere: () => undefined,
       ready: false,
     };
-    const failing = new SessionService(broken, config);
+    const failing = new SessionService(broken, new LocalSessionPresence(), config);
     const error = await failing.create('alice').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GatewayError);
     expect(error).toMatchObject({ code: 'SESSION_ERROR', message: 'Session store unavailable' });

@@ -3,12 +3,15 @@ import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { HistoryMessage, Session, SessionSettings } from './session';
+import { SESSION_PRESENCE, SessionPresence } from './session-presence';
 import { SESSION_STORE, SessionStore } from './session-store';
 
 interface Attachment {
   connectionId: string;
   /** Called when another connection resumes the session, so this one can move on. */
   onTakenOver: () => void;
+  /** Counts the changes of the session's settings made here, so a turn knows when to re-read them. */
+  revision: number;
 }
 
 /**
@@ -19,8 +22,8 @@ interface Attachment {
  * One session, one connection, across every instance sharing the store: when a second
  * connection resumes a session (a device that reconnected, perhaps to another instance, before
  * its old socket was noticed dead), the session moves to it and the previous connection is
- * told through its `onTakenOver` callback: at once on this instance, through the store's
- * announcements on the others.
+ * told through its `onTakenOver` callback: at once on this instance, through the
+ * {@link SessionPresence} announcements on the others.
  *
  * Store failures surface as SESSION_ERROR, never as a raw exception.
  */
@@ -32,13 +35,14 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     @Inject(SESSION_STORE) private readonly store: SessionStore,
+    @Inject(SESSION_PRESENCE) private readonly presence: SessionPresence,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   onModuleInit(): void {
     this.sweeper = setInterval(() => void this.sweep(), this.config.session.cleanupIntervalMs);
     this.sweeper.unref();
-    this.store.onAttachedElsewhere((sessionId) => {
+    this.presence.onAttachedElsewhere((sessionId) => {
       const local = this.attachments.get(sessionId);
       if (!local) return;
       this.attachments.delete(sessionId);
@@ -84,16 +88,27 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
 
   /** Changes some settings of the session; a setting given as `undefined` is cleared. */
   async configure(id: string, settings: Partial<SessionSettings>): Promise<void> {
+    const attachment = this.attachments.get(id);
+    if (attachment) attachment.revision += 1;
     const found = await this.guard(() => this.store.updateSettings(id, settings));
     if (!found) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
   }
 
-  /** Keeps one exchange in the history, within `CLOUD_SESSION_MAX_HISTORY`. */
+  /**
+   * How many times the settings of an attached session were changed here: a turn builds its
+   * system prompt once and builds it again only when this moved (a tool changed the language).
+   */
+  revision(id: string): number {
+    return this.attachments.get(id)?.revision ?? 0;
+  }
+
+  /**
+   * Keeps one exchange in the history, within `CLOUD_SESSION_MAX_HISTORY`; an interrupted
+   * answer of which nothing was spoken leaves the user's words alone.
+   */
   async recordExchange(id: string, user: string, assistant: string): Promise<void> {
-    const messages: HistoryMessage[] = [
-      { role: 'user', content: user },
-      { role: 'assistant', content: assistant },
-    ];
+    const messages: HistoryMessage[] = [{ role: 'user', content: user }];
+    if (assistant !== '') messages.push({ role: 'assistant', content: assistant });
     await this.guard(() => this.store.appendHistory(id, messages, this.config.session.maxHistory));
   }
 
@@ -109,9 +124,9 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   /** Binds the session to a connection; a connection already holding it, here or elsewhere, is told it was taken over. */
   attach(sessionId: string, connectionId: string, onTakenOver: () => void): void {
     const previous = this.attachments.get(sessionId);
-    this.attachments.set(sessionId, { connectionId, onTakenOver });
+    this.attachments.set(sessionId, { connectionId, onTakenOver, revision: previous?.revision ?? 0 });
     if (previous && previous.connectionId !== connectionId) previous.onTakenOver();
-    this.store.announceAttach(sessionId).catch((error: Error) =>
+    this.presence.announceAttach(sessionId).catch((error: Error) =>
       this.logger.warn(`Could not announce session ${sessionId} to other instances: ${error.message}`),
     );
   }

@@ -42,7 +42,8 @@ export interface Session {
   owner: string;
   createdAt: number;
   lastActiveAt: number;
-  settings: SessionSettings;
-  /** The last exchanges, oldest first, capped at `CLOUD_SESSION_MAX_HISTORY` messages. */
-  history: HistoryMessage[];
+  /** Replaced, never changed in place, by the store's writes. */
+  settings: Readonly<SessionSettings>;
+  /** The last exchanges, oldest first, capped at `CLOUD_SESSION_MAX_HISTORY` messages; replaced, never changed in place. */
+  history: readonly Readonly<HistoryMessage>[];
 }
