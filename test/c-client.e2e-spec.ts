@@ -136,7 +136,7 @@ describe('C client (clients/c)', () => {
       expect(result).toMatchObject({ code: 0, killed: false });
       const [sessionLine, answer, ...rest] = lines(result.stdout);
       expect(sessionLine).toMatch(/^session_id=[0-9a-f-]{36}$/);
-      expect(answer).toBe('您的设备电量还剩85%');
+      expect(answer).toBe('您的设备电量还剩百分之85');
       expect(rest).toEqual([]);
       expect(result.stderr).toContain('tool get_battery ran on the device: ok');
       sessionId = sessionLine.slice('session_id='.length);
@@ -180,8 +180,22 @@ describe('C client (clients/c)', () => {
       );
       const result = await device(stack.gateway.ws('/'), '--token', TOKEN, '电量多少？顺便把音量调到40');
       expect(result).toMatchObject({ code: 0, killed: false });
-      expect(lines(result.stdout)).toEqual(['电量85%，音量40']);
+      expect(lines(result.stdout)).toEqual(['电量百分之85，音量40']);
       expect(toolResults(stack.llm.requests[1])).toEqual({ b: { level: 85, charging: false }, v: { volume: 40, status: 'set' } });
+    });
+
+    it('prints a streamed answer sentence by sentence, and cancels it mid-way: the history keeps what was played', async () => {
+      const weather = 'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday.';
+      stack.llm.reply({ text: weather, pace: { firstTokenMs: 50, tokensPerSecond: 40 } });
+      const result = await device(stack.gateway.ws('/'), '--token', TOKEN, '--print-session', '--context', '--stream', '--cancel-after-partials', '2', 'Weather?');
+      expect(result).toMatchObject({ code: 0, killed: false });
+      const [sessionLine, ...printed] = lines(result.stdout);
+      expect(printed).toEqual(['Beijing is sunny today.', ' The high is 25 degrees.', expect.stringMatching(/^cancelled turn_id=\S+$/)]);
+      expect(stack.llm.streams[0].closedEarlyAt).toBeDefined();
+
+      stack.llm.reply((request) => ({ text: String(request.messages.filter((m) => m.role === 'assistant').pop()?.content) }));
+      const next = await device(stack.gateway.ws('/'), '--token', TOKEN, '--resume', sessionLine.slice('session_id='.length), 'And now?');
+      expect(lines(next.stdout)).toEqual(['Beijing is sunny today. The high is 25 degrees.']);
     });
 
     it('does the same under ASan and UBSan, over ws:// and wss://, with nothing reported', async () => {
@@ -195,7 +209,7 @@ describe('C client (clients/c)', () => {
           );
           const result = await sanitizedDevice(url, '--token', TOKEN, '--ca', join(TLS_DIR, 'test-only-localhost.crt'), '电量多少？');
           expect(result).toMatchObject({ code: 0, killed: false });
-          expect(lines(result.stdout)).toEqual(['电量85%']);
+          expect(lines(result.stdout)).toEqual(['电量百分之85']);
         }
       } finally {
         await new Promise((resolve) => proxy.close(resolve));

@@ -197,7 +197,7 @@ describe('client SDK against the real gateway', () => {
         env: { ...process.env, GATEWAY_TOKEN: TOKEN },
         timeout: 20_000,
       });
-      expect(stdout).toBe('85% left, not charging\n');
+      expect(stdout).toBe('85 percent left, not charging\n');
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }

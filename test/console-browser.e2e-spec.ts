@@ -103,7 +103,7 @@ describe('web console in a real browser', () => {
     }));
     await page.click('[data-tab="chat"]');
     await say(page, 'How is my battery?');
-    await shown(page, '.entry-assistant', 'Battery at 42%, charging');
+    await shown(page, '.entry-assistant', 'Battery at 42 percent, charging');
     expect(await shown(page, '.entry-tool.device', 'get_battery')).toContain('→ {"level":42,"charging":true}');
     await page.waitForSelector('#frames li[data-direction="out"][data-type="tool_result"]');
 

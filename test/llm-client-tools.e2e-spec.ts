@@ -109,15 +109,15 @@ describe('LLM gateway client tools', () => {
       client.send({ type: 'text_input', text: '我的电量还剩多少？' });
       const beforeCallback = await client.until('tool_callback');
       expect(beforeCallback.slice(-2)).toEqual([
-        { type: 'status', status: 'waiting_for_tools', data: { pending_tools: 1 }, timestamp: expect.stringMatching(ISO) },
-        { type: 'tool_callback', call_id: expect.any(String), tool_name: 'get_battery', arguments: {}, timestamp: expect.stringMatching(ISO) },
+        { type: 'status', status: 'waiting_for_tools', data: { pending_tools: 1 }, turn_id: expect.any(String), timestamp: expect.stringMatching(ISO) },
+        { type: 'tool_callback', call_id: expect.any(String), tool_name: 'get_battery', arguments: {}, turn_id: expect.any(String), timestamp: expect.stringMatching(ISO) },
       ]);
       const { call_id } = beforeCallback.pop();
       client.send({ type: 'tool_result', call_id, result: { level: 85, charging: false }, success: true, error: null });
       const rest = await client.until('status', 'idle');
       expect(rest.some((frame) => frame.type === 'tool_call')).toBe(false);
       expect(rest.find((frame) => frame.type === 'llm_response')).toMatchObject({
-        content: '您的设备电量还剩85%',
+        content: '您的设备电量还剩百分之85',
         tool_calls: [{ call_id: 'b1', name: 'get_battery', location: 'client', success: true }],
       });
       expect(stack.llm.requests[1].messages.pop()).toEqual({ role: 'tool', tool_call_id: 'b1', content: '{"level":85,"charging":false}' });
@@ -165,6 +165,7 @@ describe('LLM gateway client tools', () => {
         code: 'TOOL_RESULT_TIMEOUT',
         message: 'Tool execution timeout',
         details: 'No tool_result for "open_door" within 0.5 s',
+        turn_id: expect.any(String),
         timestamp: expect.stringMatching(ISO),
       });
       expect(frames.some((frame) => frame.type === 'llm_response')).toBe(false);

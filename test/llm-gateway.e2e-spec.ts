@@ -43,10 +43,14 @@ describe('LLM gateway', () => {
       stack.llm.reply({ text: '你好！有什么我可以帮助你的吗？' });
       client.send({ type: 'text_input', text: '你好', timestamp: new Date().toISOString() });
       const frames = await client.until('status', 'idle');
+      // The spec's frames, each with the turn's id, and the final answer with its timing.
+      const turn_id = frames[0].turn_id;
+      expect(turn_id).toEqual(expect.any(String));
+      const timing = { first_token_ms: expect.any(Number), first_sentence_ms: expect.any(Number), total_ms: expect.any(Number), llm_ms: expect.any(Number), tools_ms: 0 };
       expect(frames).toEqual([
-        { type: 'status', status: 'processing', data: { message: expect.any(String) }, timestamp: expect.stringMatching(ISO) },
-        { type: 'llm_response', content: '你好！有什么我可以帮助你的吗？', tool_calls: [], is_final: true, timestamp: expect.stringMatching(ISO) },
-        { type: 'status', status: 'idle', data: { session_id: client.sessionId }, timestamp: expect.stringMatching(ISO) },
+        { type: 'status', status: 'processing', data: { message: expect.any(String) }, turn_id, timestamp: expect.stringMatching(ISO) },
+        { type: 'llm_response', content: '你好！有什么我可以帮助你的吗？', tool_calls: [], is_final: true, timing, turn_id, timestamp: expect.stringMatching(ISO) },
+        { type: 'status', status: 'idle', data: { session_id: client.sessionId }, turn_id, timestamp: expect.stringMatching(ISO) },
       ]);
       await client.close();
     });
@@ -115,6 +119,7 @@ describe('LLM gateway', () => {
         result: 42,
         success: true,
         duration_ms: expect.any(Number),
+        turn_id: frames[0].turn_id,
         timestamp: expect.stringMatching(ISO),
       });
       expect(frames.pop()).toMatchObject({
@@ -196,7 +201,9 @@ describe('LLM gateway', () => {
       const client = await stack.connect();
       client.send(frame);
       const frames = await client.until('error');
-      expect(frames.pop()).toEqual({ type: 'error', code, message: expect.stringMatching(message), timestamp: expect.stringMatching(ISO) });
+      // An error of a turn names it; one of another request names none.
+      const turnId = frames.find((frame) => frame.type === 'status' && frame.status === 'processing')?.turn_id;
+      expect(frames.pop()).toEqual({ type: 'error', code, message: expect.stringMatching(message), ...(turnId && { turn_id: turnId }), timestamp: expect.stringMatching(ISO) });
       await usableAfterwards(client);
       await client.close();
     });

@@ -56,7 +56,7 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     client.configure({ enable_context: true });
 
     expect(await client.sendText('你好')).toBe('你好！有什么我可以帮助你的吗？');
-    expect(await client.sendText('我的电量还剩多少？')).toBe('您的设备电量还剩85%');
+    expect(await client.sendText('我的电量还剩多少？')).toBe('您的设备电量还剩百分之85');
     expect(await client.sendText('把音量调到50')).toBe('已将音量设置为50');
     expect(await client.sendText('今天天气怎么样？')).toBe('北京今天22.5度。');
     expect(await client.sendText('看看天气，再把音量调到30')).toBe('北京clear sky，已将音量设置为30');
@@ -88,7 +88,7 @@ describe('clients written to the spec\'s examples (section 10)', () => {
       '  - set_volume: OK',
     ]);
 
-    expect(await client.send_text('我的电量还剩多少？')).toBe('您的设备电量还剩85%');
+    expect(await client.send_text('我的电量还剩多少？')).toBe('您的设备电量还剩百分之85');
     expect(await client.send_text('把音量调到50')).toBe('已将音量设置为50');
     expect(await client.send_text('今天天气怎么样？')).toBe('北京今天22.5度。');
     client.configure({ temperature: 0.3 });

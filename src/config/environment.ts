@@ -4,6 +4,7 @@ import {
   IsIn,
   IsInt,
   IsNumber,
+  IsObject,
   IsOptional,
   IsString,
   IsUrl,
@@ -42,6 +43,17 @@ function NumberFromEnv(): PropertyDecorator {
     const text = String(value).trim();
     return text !== '' && Number.isFinite(Number(text)) ? Number(text) : value;
   });
+}
+
+/** A JSON object from its text; anything else is left as it is, for the validator to reject. */
+function parseJsonObject(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : value;
+  } catch {
+    return value;
+  }
 }
 
 /** Log levels in the spec's Python spelling, plus Nest's own names. */
@@ -198,6 +210,26 @@ export class EnvironmentVariables {
   @IsOptional()
   @IsString()
   LLM_SYSTEM_PROMPT_FILE?: string;
+
+  /**
+   * JSON merged into every model request, for vendor options the OpenAI API has no field for:
+   * `{"chat_template_kwargs":{"enable_thinking":false}}` turns Qwen3's thinking off on vLLM.
+   */
+  @IsOptional()
+  @Transform(({ value }) => parseJsonObject(value))
+  @IsObject({ message: 'LLM_EXTRA_BODY must be a JSON object, such as {"chat_template_kwargs":{"enable_thinking":false}}' })
+  LLM_EXTRA_BODY?: Record<string, unknown>;
+
+  /** Whether connections stream sentences (`configure {stream}`) until they say otherwise. */
+  @BooleanFromEnv()
+  @IsBoolean()
+  LLM_STREAM_DEFAULT = false;
+
+  /** Seconds a tool round of a streaming turn may take before a short filler sentence is spoken; 0 never. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  TOOL_FILLER_DELAY = 1.5;
 
   // --- built-in tools ---
   /** Open-Meteo's geocoding API (keyless), for get_weather. */

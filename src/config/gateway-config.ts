@@ -57,6 +57,12 @@ export interface GatewayConfig {
     maxToolRounds: number;
     /** The system prompt template (`{current_time}` is filled in per request); the spec's when unset. */
     systemPrompt?: string;
+    /** Merged into every model request's body (vendor options). */
+    extraBody: Record<string, unknown>;
+    /** Whether new connections stream sentences. */
+    streamByDefault: boolean;
+    /** How long a streaming turn's tool round runs before a filler sentence; 0 never. */
+    fillerDelayMs: number;
   };
   mcp: {
     enabled: boolean;
@@ -168,6 +174,9 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       maxRetries: env.LLM_MAX_RETRIES,
       maxToolRounds: env.LLM_MAX_TOOL_ROUNDS,
       systemPrompt: env.LLM_SYSTEM_PROMPT ?? readSystemPromptFile(env.LLM_SYSTEM_PROMPT_FILE),
+      extraBody: env.LLM_EXTRA_BODY ?? {},
+      streamByDefault: env.LLM_STREAM_DEFAULT,
+      fillerDelayMs: seconds(env.TOOL_FILLER_DELAY),
     },
     mcp: {
       enabled: env.MCP_ENABLED,

@@ -3,6 +3,7 @@ import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { JsonSchema } from '../core/tools/json-schema';
+import type { ToolCallContext } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import { toolNameProblem } from '../core/tools/tool-name';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
@@ -57,7 +58,7 @@ export class ClientToolsService {
             inputSchema: parameters as JsonSchema,
             source: `client:${connection.id}`,
             timeoutMs,
-            handler: (args, context) => this.callBack(connection, toolName, args, context.signal),
+            handler: (args, context) => this.callBack(connection, toolName, args, context),
           },
           connection.id,
         );
@@ -87,7 +88,8 @@ export class ClientToolsService {
   }
 
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */
-  private callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+  private callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, context: ToolCallContext): Promise<unknown> {
+    const { signal, turnId } = context;
     const { resultQueueSize } = this.config.clientTools;
     if (connection.state.pendingCallbacks.size >= resultQueueSize) {
       throw new ToolError(`Too many device tool calls waiting: at most ${resultQueueSize}`);
@@ -111,7 +113,7 @@ export class ClientToolsService {
           else reject(new ToolError(error || `The device could not run "${toolName}"`));
         },
       });
-      connection.send(toolCallbackFrame(callId, toolName, args));
+      connection.send(toolCallbackFrame(callId, toolName, args, turnId));
     });
   }
 }

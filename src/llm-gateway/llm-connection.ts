@@ -1,5 +1,6 @@
 import type { GatewayConnection } from '../core/ws/connection';
 import type { ToolResultFrame } from '../core/llm-contract';
+import type { Turn } from './turn';
 
 /** Requests a connection may have waiting behind the one being processed. */
 export const MAX_WAITING_REQUESTS = 8;
@@ -21,7 +22,23 @@ export class LlmConnectionState {
   sessionId = '';
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
   cleanResponses = true;
+  /** Sentences as they are ready (`configure {stream}`, `LLM_STREAM_DEFAULT`). */
+  stream: boolean;
+  /** A `text_input` during a turn cancels it (`configure {barge_in}`). */
+  bargeIn = false;
   readonly pendingCallbacks = new Map<string, PendingCallback>();
+  /** The turns running or waiting, by id, in arrival order. */
+  readonly turns = new Map<string, Turn>();
+
+  constructor(streamByDefault: boolean) {
+    this.stream = streamByDefault;
+  }
+
+  /** The turn that is running, if one is. */
+  get runningTurn(): Turn | undefined {
+    for (const turn of this.turns.values()) if (turn.started) return turn;
+    return undefined;
+  }
 }
 
 export type LlmConnection = GatewayConnection<LlmConnectionState>;

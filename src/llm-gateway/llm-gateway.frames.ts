@@ -9,6 +9,7 @@ import type {
   ToolCallFrame,
   ToolRegistration,
   ToolsRegisteredFrame,
+  TurnTiming,
   TurnToolCall,
 } from '../core/llm-contract';
 
@@ -23,11 +24,23 @@ export const statusFrame = (status: StatusName, data: Record<string, unknown> = 
   timestamp: now(),
 });
 
-export const llmResponseFrame = (content: string, toolCalls: TurnToolCall[]): LlmResponseFrame => ({
+/** A turn's answer: the final one, with its timing. */
+export const llmResponseFrame = (content: string, toolCalls: TurnToolCall[], timing?: TurnTiming): LlmResponseFrame => ({
   type: 'llm_response',
   content,
   tool_calls: toolCalls,
   is_final: true,
+  ...(timing && { timing }),
+  timestamp: now(),
+});
+
+/** One sentence of a streaming turn, ready to speak. */
+export const partialResponseFrame = (content: string, seq: number): LlmResponseFrame => ({
+  type: 'llm_response',
+  content,
+  tool_calls: [],
+  is_final: false,
+  seq,
   timestamp: now(),
 });
 
@@ -37,11 +50,12 @@ export const toolCallFrame = (frame: Omit<ToolCallFrame, 'type' | 'timestamp'>):
   timestamp: now(),
 });
 
-export const toolCallbackFrame = (callId: string, toolName: string, args: Record<string, unknown>): ToolCallbackFrame => ({
+export const toolCallbackFrame = (callId: string, toolName: string, args: Record<string, unknown>, turnId?: string): ToolCallbackFrame => ({
   type: 'tool_callback',
   call_id: callId,
   tool_name: toolName,
   arguments: args,
+  ...(turnId !== undefined && { turn_id: turnId }),
   timestamp: now(),
 });
 

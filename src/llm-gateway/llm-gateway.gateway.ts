@@ -1,8 +1,11 @@
 import { Inject, Logger } from '@nestjs/common';
+import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { GatewayErrorCode } from '../core/errors/gateway-error';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import {
+  CancelFrame,
+  cancelSchema,
   ConfigureFrame,
   configureSchema,
   endSessionSchema,
@@ -23,8 +26,9 @@ import { ClientToolsService } from './client-tools.service';
 import { LlmConnection, LlmConnectionState, MAX_WAITING_REQUESTS } from './llm-connection';
 import { LlmConnectionLimitGuard } from './llm-connection-limit.guard';
 import { llmErrorFrame } from './llm-gateway.errors';
-import { errorFrame, pongFrame, toolsRegisteredFrame } from './llm-gateway.frames';
+import { errorFrame, pongFrame, statusFrame, toolsRegisteredFrame } from './llm-gateway.frames';
 import { SessionBindingService } from './session-binding.service';
+import { Turn } from './turn';
 import { TurnService } from './turn.service';
 
 /** The protocol name LLM-gateway connections are counted under. */
@@ -56,7 +60,7 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
   ) {}
 
   onOpen(connection: LlmConnection): void {
-    connection.state = new LlmConnectionState();
+    connection.state = new LlmConnectionState(this.config.llm.streamByDefault);
     connection.keepAlive({ intervalMs: this.config.server.pingIntervalMs, timeoutMs: this.config.server.pingTimeoutMs });
     void this.serially(connection, () =>
       this.binding.open(connection).catch((error: unknown) => {
@@ -72,9 +76,39 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
     this.clientTools.release(connection);
   }
 
+  /**
+   * A turn, queued behind the connection's earlier requests; with barge-in on, the turns
+   * running or waiting are cancelled first, so this one starts as soon as they have ended.
+   */
   @OnFrame('text_input', { schema: textInputSchema })
   textInput(input: TextInputFrame, connection: LlmConnection): Promise<void> {
-    return this.serially(connection, () => this.turns.run(connection, input, connection.signal));
+    const { turns, bargeIn } = connection.state;
+    const turnId = input.turn_id ?? randomUUID();
+    if (turns.has(turnId)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Turn "${turnId}" is already running or waiting`);
+    const turn = new Turn(turnId, connection);
+    const queued = this.serially(connection, () => this.turns.run(connection, turn, input));
+    if (bargeIn) for (const earlier of turns.values()) earlier.cancel();
+    turns.set(turnId, turn);
+    return queued;
+  }
+
+  /**
+   * Stops the running turn, or the one `turn_id` names (running or waiting); the turn answers
+   * `status: cancelled`, then `idle`. With no turn in flight, the answer is `idle`.
+   */
+  @OnFrame('cancel', { schema: cancelSchema })
+  cancel(request: CancelFrame, connection: LlmConnection) {
+    const { turns, runningTurn, sessionId } = connection.state;
+    const turn = request.turn_id === undefined ? runningTurn : turns.get(request.turn_id);
+    if (request.turn_id !== undefined && !turn) {
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `No turn "${request.turn_id}" is running or waiting`);
+    }
+    if (!turn || turn.answered) return statusFrame('idle', { session_id: sessionId });
+    if (request.spoken !== undefined && request.spoken.length > turn.spokenLimit) {
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'spoken is longer than the answer so far');
+    }
+    turn.cancel(request.spoken);
+    return undefined;
   }
 
   @OnFrame('configure', { schema: configureSchema })

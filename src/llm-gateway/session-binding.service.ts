@@ -34,9 +34,11 @@ export class SessionBindingService {
     return this.sessions.require(connection.state.sessionId);
   }
 
-  /** Applies `configure` to the session (and the connection's cleaning switch); no answer on success. */
+  /** Applies `configure` to the session (and the connection's own switches: cleaning, streaming, barge-in); no answer on success. */
   async configure(connection: LlmConnection, settings: ConfigureFrame): Promise<void> {
     if (settings.clean_response !== undefined) connection.state.cleanResponses = settings.clean_response;
+    if (settings.stream !== undefined) connection.state.stream = settings.stream;
+    if (settings.barge_in !== undefined) connection.state.bargeIn = settings.barge_in;
     const patch: Partial<SessionSettings> = {
       ...(settings.temperature !== undefined && { temperature: settings.temperature }),
       ...(settings.max_tokens !== undefined && { maxTokens: settings.max_tokens }),

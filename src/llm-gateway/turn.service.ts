@@ -7,15 +7,19 @@ import { SystemPromptService } from '../core/llm/system-prompt.service';
 import type { Session } from '../core/session/session';
 import { SessionService } from '../core/session/session.service';
 import { cleanForSpeech } from '../core/speech/clean-for-speech';
+import { languageOfText } from '../core/speech/spoken-forms';
 import { textOfContent } from '../core/tools/tool-content';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import type { PreparedToolCall } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { FILLERS } from './fillers';
 import type { LlmConnection } from './llm-connection';
 import { llmCodeOfToolFailure, llmErrorFrame } from './llm-gateway.errors';
-import { llmResponseFrame, statusFrame, toolCallFrame } from './llm-gateway.frames';
+import { llmResponseFrame, partialResponseFrame, statusFrame, toolCallFrame } from './llm-gateway.frames';
 import { toLlmTool } from './llm-gateway.mapper';
 import { SessionBindingService } from './session-binding.service';
+import { SpeechStream } from './speech-stream';
+import { Turn } from './turn';
 
 /** One tool call of the model's, looked up and checked once. */
 interface PlannedCall {
@@ -40,10 +44,10 @@ function resultForModel(outcome: ToolOutcome): string {
 /**
  * One turn of an LLM-gateway connection (spec 4.1, 7.4-7.7, 9.1-9.8): what the user said goes
  * to the model with the session's context and every tool the connection may use; the model's
- * tool calls run, each round's together, on the server or on the device; their results go back
- * until the model answers; it all goes out as the spec's frames. A turn always ends with
- * `status: idle`, after its `llm_response` or its `error`, and leaves the connection ready for
- * the next one.
+ * text is spoken sentence by sentence as it is written (when the connection streams); its tool
+ * calls run, each round's together, on the server or on the device; their results go back
+ * until the model answers. A turn always ends with `status: idle`, after its `llm_response`,
+ * its `error`, or its `status: cancelled`, and leaves the connection ready for the next one.
  */
 @Injectable()
 export class TurnService {
@@ -56,66 +60,126 @@ export class TurnService {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
-  async run(connection: LlmConnection, input: TextInputFrame, signal: AbortSignal): Promise<void> {
-    connection.send(statusFrame('processing', { message: 'Processing your request...' }));
+  async run(connection: LlmConnection, turn: Turn, input: TextInputFrame): Promise<void> {
+    turn.started = true;
+    const stopWithConnection = connection.onClose(() => turn.abort(new Error('Connection closed')));
+    try {
+      if (!turn.cancelled) await this.answerOrFail(connection, turn, input);
+      if (turn.cancelled) turn.sendAnyway(statusFrame('cancelled', { turn_id: turn.id }));
+      turn.sendAnyway(statusFrame('idle', { session_id: connection.state.sessionId }));
+    } finally {
+      stopWithConnection();
+      connection.state.turns.delete(turn.id);
+    }
+  }
+
+  private async answerOrFail(connection: LlmConnection, turn: Turn, input: TextInputFrame): Promise<void> {
+    turn.send(statusFrame('processing', { message: 'Processing your request...' }));
+    const text = input.text.trim();
+    let session: Session | undefined;
     try {
       if (input.session_id !== undefined && input.session_id !== connection.state.sessionId) {
         await this.binding.switchTo(connection, input.session_id);
       }
-      await this.answer(connection, await this.binding.current(connection), input.text.trim(), signal);
+      session = await this.binding.current(connection);
+      await this.answer(connection, turn, session, text);
     } catch (error) {
-      if (signal.aborted) return;
-      connection.send(llmErrorFrame(error));
+      if (turn.cancelled && session) await this.keepWhatWasSpoken(connection, turn, session.id, text);
+      else if (!turn.signal.aborted) turn.send(llmErrorFrame(error));
     }
-    connection.send(statusFrame('idle', { session_id: connection.state.sessionId }));
   }
 
-  private async answer(connection: LlmConnection, session: Session, text: string, signal: AbortSignal): Promise<void> {
-    const toolCalls: TurnToolCall[] = [];
-    const history = session.settings.enableContext ? session.history : [];
-    const { answer } = await this.llm.converse({
-      systemPrompt: async () => this.prompts.build((await this.sessions.require(session.id)).settings),
-      messages: [...history, { role: 'user', content: text }],
-      tools: this.registry.list(connection.id).map(toLlmTool),
-      temperature: session.settings.temperature,
-      maxTokens: session.settings.maxTokens,
-      signal,
-      runTools: (calls) => this.runTools(connection, session.id, calls, toolCalls, signal),
+  private async answer(connection: LlmConnection, turn: Turn, session: Session, text: string): Promise<void> {
+    const { settings } = session;
+    const { stream, cleanResponses } = connection.state;
+    const language = settings.language ?? languageOfText(text);
+    const speech = new SpeechStream(language, cleanResponses, (sentence) => {
+      turn.firstSentenceAt ??= performance.now();
+      if (stream) turn.send(partialResponseFrame(sentence, turn.seq++));
     });
+    turn.language = language;
+    turn.speech = speech;
+    const toolCalls: TurnToolCall[] = [];
+    const { answer } = await this.llm.converse({
+      systemPrompt: this.systemPromptOf(session),
+      messages: [...(settings.enableContext ? session.history : []), { role: 'user', content: text }],
+      tools: this.registry.list(connection.id).map(toLlmTool),
+      temperature: settings.temperature,
+      maxTokens: settings.maxTokens,
+      signal: turn.signal,
+      onText: (delta) => {
+        turn.firstTokenAt ??= performance.now();
+        speech.write(delta);
+      },
+      onReplyEnd: (durationMs) => {
+        turn.llmMs += durationMs;
+        speech.flush();
+      },
+      runTools: (calls) => this.runTools(connection, turn, session.id, calls, toolCalls),
+    });
+    if (turn.cancelled) throw turn.signal.reason;
     await this.sessions.recordExchange(session.id, text, answer);
-    connection.send(llmResponseFrame(connection.state.cleanResponses ? cleanForSpeech(answer) : answer, toolCalls));
+    const content = stream ? speech.spoken : cleanResponses ? cleanForSpeech(answer, language) : answer;
+    turn.send(llmResponseFrame(content, toolCalls, turn.timing()));
+    turn.answered = true;
+  }
+
+  /**
+   * A cancelled turn's history: the user's words and, of the answer, only what the device says
+   * it played, or else the sentences that were sent (OpenAI Realtime's truncate does the same).
+   */
+  private async keepWhatWasSpoken(connection: LlmConnection, turn: Turn, sessionId: string, text: string): Promise<void> {
+    const sent = connection.state.stream ? (turn.speech?.spoken ?? '') : '';
+    await this.sessions.recordExchange(sessionId, text, (turn.spokenByDevice ?? sent).trim()).catch(() => undefined);
+  }
+
+  /** The system prompt, built once per turn, and again only if a tool changed the session's settings meanwhile. */
+  private systemPromptOf(session: Session): () => string | Promise<string> {
+    let revision = this.sessions.revision(session.id);
+    let prompt = this.prompts.build(session.settings);
+    return async () => {
+      const now = this.sessions.revision(session.id);
+      if (now !== revision) {
+        revision = now;
+        prompt = this.prompts.build((await this.sessions.require(session.id)).settings);
+      }
+      return prompt;
+    };
   }
 
   /**
    * One round of tool calls, all at once. Calls the server resolves (server tools, and calls
    * that cannot run) are announced with `tool_call`; calls for the device go out as
    * `tool_callback` after `waiting_for_tools`. A device that does not answer in time ends the
-   * turn with TOOL_RESULT_TIMEOUT (spec 9.8); any other failure is the model's to read.
+   * turn with TOOL_RESULT_TIMEOUT (spec 9.8); any other failure is the model's to read. While a
+   * streaming turn's round runs longer than `TOOL_FILLER_DELAY`, one filler sentence is said.
    */
   private async runTools(
     connection: LlmConnection,
+    turn: Turn,
     sessionId: string,
     calls: LlmToolCall[],
     record: TurnToolCall[],
-    signal: AbortSignal,
   ): Promise<ToolResultMessage[]> {
+    const started = performance.now();
     const planned = calls.map((call) => this.plan(connection, call));
     const toDevice = planned.filter((call) => call.onDevice && runs(call)).length;
-    if (toDevice > 0) connection.send(statusFrame('waiting_for_tools', { pending_tools: toDevice }));
+    if (toDevice > 0) turn.send(statusFrame('waiting_for_tools', { pending_tools: toDevice }));
+    const filler = this.fillerTimer(connection, turn);
     const round = new AbortController();
-    const stopRound = () => round.abort(signal.reason);
-    signal.addEventListener('abort', stopRound, { once: true });
+    const stopRound = () => round.abort(turn.signal.reason);
+    turn.signal.addEventListener('abort', stopRound, { once: true });
     try {
       return await Promise.all(
         planned.map(async (call): Promise<ToolResultMessage> => {
-          const outcome = await this.execute(connection, sessionId, call, round.signal);
+          const outcome = await this.execute(connection, turn, sessionId, call, round.signal);
           const reachedDevice = call.onDevice && runs(call);
           if (reachedDevice && !outcome.ok && outcome.code === 'TOOL_TIMEOUT') {
             const seconds = this.config.clientTools.timeoutMs / 1000;
             throw new GatewayError(GatewayErrorCode.TOOL_RESULT_TIMEOUT, 'Tool execution timeout', `No tool_result for "${call.call.name}" within ${seconds} s`);
           }
           if (!reachedDevice) {
-            connection.send(
+            turn.send(
               toolCallFrame({
                 tool_name: call.call.name,
                 arguments: call.args ?? call.call.arguments,
@@ -139,8 +203,21 @@ export class TurnService {
       round.abort(error);
       throw error;
     } finally {
-      signal.removeEventListener('abort', stopRound);
+      clearTimeout(filler);
+      turn.signal.removeEventListener('abort', stopRound);
+      turn.toolsMs += performance.now() - started;
     }
+  }
+
+  /** Says a filler sentence if the round outlasts `TOOL_FILLER_DELAY`, once per streaming turn. */
+  private fillerTimer(connection: LlmConnection, turn: Turn): NodeJS.Timeout | undefined {
+    const delay = this.config.llm.fillerDelayMs;
+    if (!connection.state.stream || delay === 0 || turn.fillerSaid || !turn.speech || !turn.language) return undefined;
+    const { speech, language } = turn;
+    return setTimeout(() => {
+      turn.fillerSaid = true;
+      speech.interject(FILLERS[language]);
+    }, delay);
   }
 
   /** Reads the model's arguments and looks the call up as the connection sees the catalogue, checking them once. */
@@ -157,10 +234,10 @@ export class TurnService {
     return { call, args, onDevice, prepared: this.registry.prepare(call.name, args, connection.id) };
   }
 
-  private async execute(connection: LlmConnection, sessionId: string, call: PlannedCall, signal: AbortSignal): Promise<ToolOutcome> {
+  private async execute(connection: LlmConnection, turn: Turn, sessionId: string, call: PlannedCall, signal: AbortSignal): Promise<ToolOutcome> {
     if (!call.prepared) {
       return { ok: false, code: 'INVALID_TOOL_PARAMETERS', message: `Arguments for "${call.call.name}" are not a JSON object`, durationMs: 0 };
     }
-    return this.registry.run(call.prepared, { connectionId: connection.id, principal: connection.principal, sessionId, signal });
+    return this.registry.run(call.prepared, { connectionId: connection.id, principal: connection.principal, sessionId, turnId: turn.id, signal });
   }
 }

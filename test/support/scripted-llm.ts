@@ -19,11 +19,38 @@ export interface ScriptedToolCall {
   id?: string;
 }
 
+/** How a streamed answer is paced, like a real model: the first token after a while, then a steady rate. */
+export interface Pace {
+  firstTokenMs: number;
+  tokensPerSecond: number;
+}
+
+interface AnswerOptions {
+  delayMs?: number;
+  /** Stream token by token at this pace instead of all at once. */
+  pace?: Pace;
+  /** Reasoning sent first as `reasoning_content` deltas (vLLM's reasoning parsers, DeepSeek). */
+  reasoning?: string;
+}
+
 /** One model answer, or a fault. */
 export type ScriptedReply =
-  | { text: string; delayMs?: number }
-  | { toolCalls: ScriptedToolCall[]; text?: string; delayMs?: number }
+  | ({ text: string } & AnswerOptions)
+  | ({ toolCalls: ScriptedToolCall[]; text?: string } & AnswerOptions)
   | { fault: 'http500' | 'http404' | 'hang' | 'cut' };
+
+/** What happened to one streamed answer: when each piece of text left, and whether the gateway hung up first. */
+export interface StreamRecord {
+  /** Each content delta with the `performance.now()` time it was written. */
+  sent: { text: string; at: number }[];
+  /** When the client closed the request before the answer ended, if it did. */
+  closedEarlyAt?: number;
+  finished: boolean;
+}
+
+/** Text as a model streams it: a word with the space before it, one CJK character, or one sign. */
+const tokensOf = (text: string): string[] => text.match(/\s*[\p{L}\p{N}_]+|\s*[^\s\p{L}\p{N}_]|\s+/gu) ?? [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export type Script = ScriptedReply | ((request: ChatRequest) => ScriptedReply);
 
@@ -56,6 +83,8 @@ export function toolResults(request: ChatRequest): Record<string, any> {
  */
 export class ScriptedLlm {
   readonly requests: ChatRequest[] = [];
+  /** The streamed answers, in the order of `requests`. */
+  readonly streams: StreamRecord[] = [];
   private readonly script: Script[] = [];
   private readonly sockets = new Set<Socket>();
   private counter = 0;
@@ -89,6 +118,7 @@ export class ScriptedLlm {
   reset(): void {
     this.script.length = 0;
     this.requests.length = 0;
+    this.streams.length = 0;
   }
 
   get pending(): number {
@@ -126,18 +156,35 @@ export class ScriptedLlm {
 
     const text = 'text' in reply ? (reply.text ?? '') : '';
     const toolCalls = 'toolCalls' in reply ? reply.toolCalls : [];
-    const parts: string[] = [chunk({ role: 'assistant', content: '' })];
-    for (const piece of text.match(/[\s\S]{1,7}/g) ?? []) parts.push(chunk({ content: piece }));
+    const toolParts: string[] = [];
     toolCalls.forEach((call, index) => {
       const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
-      parts.push(chunk({ tool_calls: [{ index, id: call.id ?? `call_${this.counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }));
-      for (const piece of args.match(/[\s\S]{1,5}/g) ?? []) parts.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      toolParts.push(chunk({ tool_calls: [{ index, id: call.id ?? `call_${this.counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }));
+      for (const piece of args.match(/[\s\S]{1,5}/g) ?? []) toolParts.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
-    parts.push(chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop'));
+    const finish = chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop');
 
     if (chat.stream) {
+      const record: StreamRecord = { sent: [], finished: false };
+      this.streams.push(record);
+      response.on('close', () => {
+        if (!record.finished) record.closedEarlyAt = performance.now();
+      });
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      for (const part of parts) response.write(part);
+      const write = (part: string) => record.closedEarlyAt === undefined && response.write(part);
+      write(chunk({ role: 'assistant', content: '' }));
+      for (const piece of reply.reasoning ? tokensOf(reply.reasoning) : []) write(chunk({ reasoning_content: piece }));
+      const pieces = reply.pace ? tokensOf(text) : (text.match(/[\s\S]{1,7}/g) ?? []);
+      if (reply.pace) await sleep(reply.pace.firstTokenMs);
+      for (const piece of pieces) {
+        if (record.closedEarlyAt !== undefined) return;
+        write(chunk({ content: piece }));
+        record.sent.push({ text: piece, at: performance.now() });
+        if (reply.pace) await sleep(1000 / reply.pace.tokensPerSecond);
+      }
+      for (const part of toolParts) write(part);
+      write(finish);
+      record.finished = true;
       response.end('data: [DONE]\n\n');
       return;
     }

@@ -13,9 +13,9 @@ export function checkText(text: unknown): string {
   return text;
 }
 
-export function checkSessionId(sessionId: unknown): string {
+export function checkSessionId(sessionId: unknown, what = 'session id'): string {
   if (typeof sessionId !== 'string' || sessionId.trim() === '') {
-    throw new TypeError('session id must be a non-empty string');
+    throw new TypeError(`${what} must be a non-empty string`);
   }
   return sessionId;
 }
@@ -31,6 +31,8 @@ const SETTING_CHECKS: { [K in keyof Required<ConfigureSettings>]: (value: unknow
   language: (value) =>
     (LANGUAGE_CODES as readonly unknown[]).includes(value) ? undefined : `language must be one of ${LANGUAGE_CODES.join(', ')}`,
   clean_response: (value) => (typeof value === 'boolean' ? undefined : 'clean_response must be true or false'),
+  stream: (value) => (typeof value === 'boolean' ? undefined : 'stream must be true or false'),
+  barge_in: (value) => (typeof value === 'boolean' ? undefined : 'barge_in must be true or false'),
 };
 
 /** The settings without `undefined` entries; a TypeError naming every bad or unknown one. */

@@ -17,7 +17,7 @@ describe('request checks', () => {
       new TypeError(
         'temperature must be a number from 0 to 1; max_tokens must be an integer from 1 to 32768; enable_context must be true or false; ' +
           'language must be one of zh, en, ja, ko, de, fr, ru, pt, es, it; ' +
-          'unknown setting "temprature" (known: temperature, max_tokens, enable_context, language, clean_response)',
+          'unknown setting "temprature" (known: temperature, max_tokens, enable_context, language, clean_response, stream, barge_in)',
       ),
     );
     expect(() => checkSettings(null)).toThrow('settings must be an object');

@@ -1,9 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import OpenAI, { APIConnectionError, APIError } from 'openai';
-import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import { stripThinkBlocks } from '../speech/think-blocks';
+import { stripHiddenText } from '../speech/hidden-text';
 
 export type LlmMessage = ChatCompletionMessageParam;
 export type LlmTool = ChatCompletionFunctionTool;
@@ -16,7 +21,7 @@ export interface LlmToolCall {
 }
 
 export interface LlmReply {
-  /** The answer text, reasoning blocks removed. */
+  /** The answer text, reasoning and leaked tool-call markup removed. */
   content: string;
   toolCalls: LlmToolCall[];
 }
@@ -27,6 +32,10 @@ export interface CompletionRequest {
   temperature: number;
   maxTokens: number;
   signal?: AbortSignal;
+  /** Each piece of the answer's text as the model writes it (raw: reasoning blocks and markup not yet removed). */
+  onText?: (delta: string) => void;
+  /** A model call is over (its text is complete), with how long it took. */
+  onReplyEnd?: (durationMs: number) => void;
 }
 
 /** One tool call's result, as the model will read it. */
@@ -36,8 +45,8 @@ export interface ToolResultMessage {
 }
 
 export interface ConversationRequest extends Omit<CompletionRequest, 'messages'> {
-  /** The system prompt, asked for before every model call: a tool may change the settings mid-turn. */
-  systemPrompt: () => Promise<string>;
+  /** The system prompt, asked for before every model call (a tool may change the settings mid-turn); cheap when nothing changed. */
+  systemPrompt: () => string | Promise<string>;
   /** History and the user's message, without the system message. */
   messages: LlmMessage[];
   /** Runs one round of the model's tool calls (concurrently) and returns their results. */
@@ -73,35 +82,39 @@ export class LlmService {
     });
   }
 
-  /** One model call: the reply text and any tool calls. */
+  /**
+   * One model call, streamed (`stream: true`) so its text can be spoken as it comes: the chunks
+   * are read as they arrive, text passed to `onText`, tool-call deltas put together by index.
+   * Reasoning (`reasoning_content`, `reasoning`) is never part of the answer; a reply that has
+   * reasoning but no answer and no tool call is the model's failure, not an empty answer.
+   */
   async complete(request: CompletionRequest): Promise<LlmReply> {
-    const { timeoutMs } = this.config.llm;
+    const { timeoutMs, model, extraBody } = this.config.llm;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     const signal = request.signal ? AbortSignal.any([request.signal, deadline.signal]) : deadline.signal;
+    const started = performance.now();
     try {
-      const stream = this.client.chat.completions.stream(
-        {
-          model: this.config.llm.model,
-          messages: request.messages,
-          tools: request.tools.length > 0 ? request.tools : undefined,
-          temperature: request.temperature,
-          max_tokens: request.maxTokens,
-        },
-        { signal },
-      );
-      const completion = await stream.finalChatCompletion();
-      const message = completion.choices[0]?.message;
-      const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
-        call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments ?? '' }] : [],
-      );
-      return { content: stripThinkBlocks(message?.content ?? ''), toolCalls };
+      const body: ChatCompletionCreateParamsStreaming = {
+        ...extraBody,
+        model,
+        messages: request.messages,
+        tools: request.tools.length > 0 ? request.tools : undefined,
+        temperature: request.temperature,
+        max_tokens: request.maxTokens,
+        stream: true,
+      };
+      const stream = await this.client.chat.completions.create(body, { signal });
+      const reply = new ReplyAssembler(request.onText);
+      for await (const chunk of stream) reply.add(chunk);
+      request.onReplyEnd?.(performance.now() - started);
+      return reply.finish();
     } catch (error) {
       if (request.signal?.aborted) throw request.signal.reason ?? error;
       if (deadline.signal.aborted) {
         throw new GatewayError(GatewayErrorCode.TIMEOUT, 'Request timeout', `The model did not answer within ${timeoutMs / 1000} s`);
       }
-      throw this.describe(error);
+      throw error instanceof GatewayError ? error : this.describe(error);
     } finally {
       clearTimeout(timer);
     }
@@ -146,5 +159,40 @@ export class LlmService {
           : `The model's answer could not be read: ${(error as Error)?.message ?? error}`;
     this.logger.warn(`LLM request failed: ${(error as Error)?.stack ?? error}`);
     return new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', detail);
+  }
+}
+
+/** A streamed reply put together: its text, whether it reasoned, its tool calls by index. */
+class ReplyAssembler {
+  private content = '';
+  private reasoned = false;
+  private readonly calls: LlmToolCall[] = [];
+
+  constructor(private readonly onText?: (delta: string) => void) {}
+
+  add(chunk: ChatCompletionChunk): void {
+    const delta = chunk.choices[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
+    if (!delta) return;
+    if (delta.content) {
+      this.content += delta.content;
+      this.onText?.(delta.content);
+    }
+    if (delta.reasoning_content || delta.reasoning) this.reasoned = true;
+    for (const call of delta.tool_calls ?? []) {
+      const slot = (this.calls[call.index] ??= { id: '', name: '', arguments: '' });
+      if (call.id) slot.id = call.id;
+      if (call.function?.name) slot.name += call.function.name;
+      if (call.function?.arguments) slot.arguments += call.function.arguments;
+    }
+  }
+
+  finish(): LlmReply {
+    const content = stripHiddenText(this.content);
+    const toolCalls = this.calls.filter((call) => call !== undefined && call.name !== '');
+    const reasoned = this.reasoned || /<\/think>/i.test(this.content);
+    if (content === '' && toolCalls.length === 0 && reasoned) {
+      throw new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', 'The model wrote only its reasoning and no answer');
+    }
+    return { content, toolCalls };
   }
 }

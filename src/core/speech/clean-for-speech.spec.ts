@@ -1,16 +1,4 @@
 import { cleanForSpeech } from './clean-for-speech';
-import { stripThinkBlocks } from './think-blocks';
-
-describe('stripThinkBlocks', () => {
-  it.each([
-    ['<think>plan the answer</think>\n\nIt is sunny.', 'It is sunny.'],
-    ['<THINK>a</THINK>One<think>b</think> two', 'One two'],
-    ['reasoning the server left without its opening tag</think>Answer', 'Answer'],
-    ['Answer so far <think>cut off mid-thought', 'Answer so far'],
-    ['<think>\n\n</think>\n\n你好！', '你好！'],
-    ['No reasoning at all', 'No reasoning at all'],
-  ])('%j -> %j', (input, output) => expect(stripThinkBlocks(input)).toBe(output));
-});
 
 describe('cleanForSpeech', () => {
   it.each([
@@ -26,7 +14,7 @@ describe('cleanForSpeech', () => {
     ['> quoted words', 'quoted words'],
     ['above\n\n---\n\nbelow', 'above\nbelow'],
     ['今天天气不错😀👍🏽！🇨🇳 出发吧❤️', '今天天气不错！ 出发吧'],
-    ['★☆◆◇●■□ 重点 → 注意 ✓', '重点 注意'],
+    ['★☆◆◇●■□ 重点 → 注意 ✓', '重点到注意'],
     ['<think>用户问天气</think>北京今天晴，22度。', '北京今天晴，22度。'],
   ])('%j -> %j', (input, output) => expect(cleanForSpeech(input)).toBe(output));
 

@@ -1,4 +1,6 @@
-import { stripThinkBlocks } from './think-blocks';
+import type { LanguageCode } from '../llm-contract';
+import { stripHiddenText } from './hidden-text';
+import { languageOfText, toSpokenForms } from './spoken-forms';
 
 /**
  * Emoji, and the code points that join or modify them: skin tones, flags' regional letters,
@@ -15,7 +17,7 @@ const DECORATIONS = /[\u2190-\u21FF\u2500-\u25FF\u2600-\u27BF\u2B00-\u2BFF\u3010
 
 const TABLE_SEPARATOR = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
 
-function cleanLine(line: string): string {
+function cleanLine(line: string, language: LanguageCode): string {
   let text = line;
   if (TABLE_SEPARATOR.test(text) || /^\s*([-*_])(\s*\1){2,}\s*$/.test(text)) return '';
   text = text
@@ -39,19 +41,21 @@ function cleanLine(line: string): string {
       .filter(Boolean)
       .join(', ');
   }
-  return text.replace(EMOJI, '').replace(DECORATIONS, '').replace(/[ \t]{2,}/g, ' ').trim();
+  return toSpokenForms(text, language).replace(EMOJI, '').replace(DECORATIONS, '').replace(/[ \t]{2,}/g, ' ').trim();
 }
 
 /**
- * Makes a model's answer fit for a text-to-speech engine (LLM gateway spec 5.2): reasoning
- * blocks, emoji, decorative symbols and Markdown syntax (emphasis, headings, lists, links,
- * images, code fences and inline code, tables, quotes, rules) are removed; the words stay.
+ * Makes a model's answer fit for a text-to-speech engine (LLM gateway spec 5.2): reasoning and
+ * leaked tool-call markup, emoji, decorative symbols and Markdown syntax (emphasis, headings,
+ * lists, links, images, code fences and inline code, tables, quotes, rules) are removed; symbols
+ * an engine misreads (°C, %, ~, →...) become words of `language` (by default, the language the
+ * text is written in); the words stay.
  */
-export function cleanForSpeech(text: string): string {
-  const lines = stripThinkBlocks(text)
+export function cleanForSpeech(text: string, language: LanguageCode = languageOfText(text)): string {
+  const lines = stripHiddenText(text)
     .replace(/^\s*(```|~~~)[^\n]*$/gm, '') // code fence markers; the code inside is kept
     .split(/\r?\n/)
-    .map(cleanLine);
+    .map((line) => cleanLine(line, language));
   return lines
     .join('\n')
     .replace(/\n{2,}/g, '\n')

@@ -20,6 +20,8 @@ export interface ToolCallContext {
   connectionId?: string;
   /** The LLM-gateway session the call belongs to, if any. */
   sessionId?: string;
+  /** The LLM-gateway turn the call belongs to, if any. */
+  turnId?: string;
 }
 
 /**

@@ -173,6 +173,7 @@ class RunningCall implements Expiring {
       principal: options.principal,
       connectionId: options.connectionId,
       sessionId: options.sessionId,
+      turnId: options.turnId,
       get signal() {
         return signal();
       },

@@ -72,7 +72,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   private heartbeat?: Heartbeat;
   private serial?: SerialQueue;
   private abort?: AbortController;
-  private readonly closeHooks: (() => void)[] = [];
+  private readonly closeHooks = new Set<() => void>();
   private closed = false;
   private pongsCount = false;
 
@@ -141,10 +141,14 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.heartbeat?.alive();
   }
 
-  /** Runs `hook` once, when the connection closes (at once if it has). */
-  onClose(hook: () => void): void {
-    if (this.closed) hook();
-    else this.closeHooks.push(hook);
+  /** Runs `hook` once, when the connection closes (at once if it has); the function returned takes it back. */
+  onClose(hook: () => void): () => void {
+    if (this.closed) {
+      hook();
+      return () => undefined;
+    }
+    this.closeHooks.add(hook);
+    return () => this.closeHooks.delete(hook);
   }
 
   /** Closes with a close frame; a peer that does not finish the handshake in time is cut off. */
@@ -171,6 +175,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.closed = true;
     this.heartbeat?.stop();
     this.abort?.abort(new Error('Connection closed'));
-    for (const hook of this.closeHooks.splice(0)) hook();
+    const hooks = [...this.closeHooks];
+    this.closeHooks.clear();
+    for (const hook of hooks) hook();
   }
 }

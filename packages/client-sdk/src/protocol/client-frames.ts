@@ -28,6 +28,8 @@ export const textInputSchema = {
     },
     /** The session whose context to use; the connection's current one when omitted. */
     session_id: id('session_id'),
+    /** The turn's id, carried by every frame of the turn; the gateway makes one when it is omitted. */
+    turn_id: id('turn_id'),
     timestamp: { type: 'string', maxLength: 64, errorMessage: 'timestamp must be a string' },
   },
   required: ['type', 'text'],
@@ -63,6 +65,24 @@ export const configureSchema = {
     language: { enum: LANGUAGE_CODES, errorMessage: `language must be one of ${LANGUAGE_CODES.join(', ')}` },
     /** `false` keeps the model's Markdown and emoji (cleaning for speech is per connection). */
     clean_response: { type: 'boolean', errorMessage: 'clean_response must be true or false' },
+    /** Each sentence as an `llm_response` with `is_final: false` while the model writes (per connection). */
+    stream: { type: 'boolean', errorMessage: 'stream must be true or false' },
+    /** A `text_input` during a turn cancels that turn instead of waiting for it (per connection). */
+    barge_in: { type: 'boolean', errorMessage: 'barge_in must be true or false' },
+  },
+  required: ['type'],
+} as const;
+
+/**
+ * `cancel`: stops the turn in flight (or the waiting turn `turn_id` names). `spoken` is the
+ * text the device actually played: the history keeps only that of the interrupted answer.
+ */
+export const cancelSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'cancel' },
+    turn_id: id('turn_id'),
+    spoken: { type: 'string', maxLength: LIMITS.spokenLength, errorMessage: `spoken must be a string of at most ${LIMITS.spokenLength} characters` },
   },
   required: ['type'],
 } as const;
@@ -149,6 +169,7 @@ export const CLIENT_FRAME_SCHEMAS = {
   end_session: endSessionSchema,
   register_tools: registerToolsSchema,
   tool_result: toolResultSchema,
+  cancel: cancelSchema,
   ping: pingSchema,
 } as const;
 
@@ -165,8 +186,9 @@ export type EndSessionFrame = FrameOf<typeof endSessionSchema>;
 export type RegisterToolsFrame = FrameOf<typeof registerToolsSchema>;
 export type ToolResultFrame = FrameOf<typeof toolResultSchema>;
 export type PingFrame = FrameOf<typeof pingSchema>;
+export type CancelFrame = FrameOf<typeof cancelSchema>;
 
-/** What `configure` may change; the first three are the spec's, the last two the gateway's. */
+/** What `configure` may change; the first three are the spec's, the others the gateway's. */
 export type ConfigureSettings = Omit<ConfigureFrame, 'type'>;
 
 export type LlmClientFrame =
@@ -176,6 +198,7 @@ export type LlmClientFrame =
   | EndSessionFrame
   | RegisterToolsFrame
   | ToolResultFrame
+  | CancelFrame
   | PingFrame;
 
 export type LlmClientFrameType = keyof typeof CLIENT_FRAME_SCHEMAS;

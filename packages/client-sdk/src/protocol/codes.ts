@@ -51,6 +51,8 @@ export const LIMITS = {
   toolsPerFrame: 256,
   /** Nesting of any frame: arrays and objects inside one another. */
   frameDepth: 64,
+  /** The text a device says it played, in `cancel`. */
+  spokenLength: 65536,
 } as const;
 
 /** Largest `max_tokens` the gateway accepts in `configure`. */

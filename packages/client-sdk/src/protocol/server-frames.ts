@@ -2,13 +2,31 @@ import type { GatewayErrorCode } from './codes.js';
 
 /** What the gateway sends (spec section 5), each frame with an ISO-8601 timestamp. */
 
-export type StatusName = 'connected' | 'processing' | 'waiting_for_tools' | 'idle';
+export type StatusName = 'connected' | 'processing' | 'waiting_for_tools' | 'cancelled' | 'idle';
 
-export interface StatusFrame {
+/** Every frame a turn produces names it: the `turn_id` of its `text_input`, or one the gateway made. */
+export interface TurnFrame {
+  turn_id?: string;
+}
+
+export interface StatusFrame extends TurnFrame {
   type: 'status';
   status: StatusName;
   data: Record<string, unknown>;
   timestamp: string;
+}
+
+/** Where a turn's time went, in milliseconds from its `text_input`; on its final `llm_response`. */
+export interface TurnTiming {
+  /** The model's first token of text. */
+  first_token_ms: number | null;
+  /** The first sentence ready to speak (sent, when streaming). */
+  first_sentence_ms: number | null;
+  total_ms: number;
+  /** Waiting for the model, every call of the turn. */
+  llm_ms: number;
+  /** Running tool rounds. */
+  tools_ms: number;
 }
 
 /** One tool call of a turn, as listed in the turn's `llm_response`. */
@@ -21,16 +39,25 @@ export interface TurnToolCall {
   success: boolean;
 }
 
-export interface LlmResponseFrame {
+/**
+ * An answer. With streaming on, each sentence comes as it is ready (`is_final: false`, `seq`
+ * 0, 1, 2...), then the final one (`is_final: true`), whose content is the partials' contents
+ * concatenated. Without, the final one alone.
+ */
+export interface LlmResponseFrame extends TurnFrame {
   type: 'llm_response';
   content: string;
   tool_calls: TurnToolCall[];
   is_final: boolean;
+  /** A partial's place in the turn. */
+  seq?: number;
+  /** On the final one. */
+  timing?: TurnTiming;
   timestamp: string;
 }
 
 /** A server tool ran during a turn (spec 5.3). */
-export interface ToolCallFrame {
+export interface ToolCallFrame extends TurnFrame {
   type: 'tool_call';
   tool_name: string;
   arguments: unknown;
@@ -41,7 +68,7 @@ export interface ToolCallFrame {
 }
 
 /** The model wants a tool of this client run (spec 5.4); answered with `tool_result`. */
-export interface ToolCallbackFrame {
+export interface ToolCallbackFrame extends TurnFrame {
   type: 'tool_callback';
   call_id: string;
   tool_name: string;
@@ -64,7 +91,7 @@ export interface ToolsRegisteredFrame {
   timestamp: string;
 }
 
-export interface ErrorFrame {
+export interface ErrorFrame extends TurnFrame {
   type: 'error';
   code: GatewayErrorCode;
   message: string;

@@ -1,0 +1,97 @@
+import type { LanguageCode, TurnTiming } from '../core/llm-contract';
+import type { LlmConnection } from './llm-connection';
+import type { SpeechStream } from './speech-stream';
+
+/** Why a turn's signal aborted when the client cancelled it. */
+export class TurnCancelled extends Error {
+  constructor(readonly turnId: string) {
+    super(`Turn ${turnId} was cancelled`);
+    this.name = 'TurnCancelled';
+  }
+}
+
+const elapsed = (from: number, to: number | undefined) => (to === undefined ? null : Math.round(to - from));
+
+/**
+ * One turn of an LLM-gateway connection, from its `text_input` to its `status: idle`: its id,
+ * which every frame it sends carries; its signal, which aborts the model request, server tool
+ * calls and device callbacks when the turn is cancelled or the connection closes; what it has
+ * said; and where its time went. Once cancelled it sends nothing more but its ending.
+ */
+export class Turn {
+  private readonly controller = new AbortController();
+  private cancelledWith?: { spoken?: string };
+  readonly arrivedAt = performance.now();
+  firstTokenAt?: number;
+  firstSentenceAt?: number;
+  llmMs = 0;
+  toolsMs = 0;
+  /** The next partial's `seq`. */
+  seq = 0;
+  fillerSaid = false;
+  /** The turn's language and its speech, once it runs. */
+  language?: LanguageCode;
+  speech?: SpeechStream;
+  /** Whether it has begun (it waits in the queue until then). */
+  started = false;
+  /** Whether its final answer went out: a cancel comes too late. */
+  answered = false;
+
+  constructor(
+    readonly id: string,
+    private readonly connection: LlmConnection,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get cancelled(): boolean {
+    return this.cancelledWith !== undefined;
+  }
+
+  /** The longest `spoken` a cancel may bring: what the model has written so far. */
+  get spokenLimit(): number {
+    return this.speech ? Math.max(this.speech.spoken.length, this.speech.writtenLength) : 0;
+  }
+
+  /** The text the device says it played, when its cancel said. */
+  get spokenByDevice(): string | undefined {
+    return this.cancelledWith?.spoken;
+  }
+
+  /** Stops the turn: the model request, tools and device callbacks are aborted; nothing more of it is sent. */
+  cancel(spoken?: string): void {
+    if (this.cancelledWith) return;
+    this.cancelledWith = { spoken };
+    this.controller.abort(new TurnCancelled(this.id));
+  }
+
+  /** The connection closed: everything of the turn stops. */
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
+  /** Sends one of the turn's frames, stamped with its id; once the turn is cancelled, nothing. */
+  send(frame: { turn_id?: string }): void {
+    if (this.cancelledWith) return;
+    this.sendAnyway(frame);
+  }
+
+  /** Sends a frame of the turn's ending, cancelled or not. */
+  sendAnyway(frame: { turn_id?: string }): void {
+    frame.turn_id = this.id;
+    this.connection.send(frame);
+  }
+
+  timing(): TurnTiming {
+    const now = performance.now();
+    return {
+      first_token_ms: elapsed(this.arrivedAt, this.firstTokenAt),
+      first_sentence_ms: elapsed(this.arrivedAt, this.firstSentenceAt),
+      total_ms: Math.round(now - this.arrivedAt),
+      llm_ms: Math.round(this.llmMs),
+      tools_ms: Math.round(this.toolsMs),
+    };
+  }
+}
