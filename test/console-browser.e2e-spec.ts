@@ -78,11 +78,32 @@ describe('web console in a real browser', () => {
     const frames = await page.locator('#frames li').evaluateAll((items: any[]) =>
       items.map((item) => `${item.dataset.direction}:${item.dataset.type}:${item.querySelector('.direction')?.textContent}`),
     );
-    expect(frames).toEqual(['in:status:←', 'out:text_input:→', 'in:status:←', 'in:llm_response:←', 'in:status:←']);
+    // The page asks for sentence streaming on connecting: a sentence, then the final answer.
+    expect(frames).toEqual(['in:status:←', 'out:configure:→', 'out:text_input:→', 'in:status:←', 'in:llm_response:←', 'in:llm_response:←', 'in:status:←']);
     expect(await page.locator('#frames li time').first().textContent()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
     await page.click('#frames li[data-type="llm_response"] summary');
     expect(await page.textContent('#frames li[data-type="llm_response"] pre')).toContain('"content": "You said: hello"');
     await screenshot(page, 'console-chat');
+  });
+
+  it('shows an answer sentence by sentence as it streams, its first-sentence latency, and stops one with Stop', async () => {
+    const page = await openConsole();
+    stack.llm.reply({ text: 'It is sunny in Beijing. The high is 25 degrees. The wind is light.', pace: { firstTokenMs: 50, tokensPerSecond: 20 } });
+    await say(page, 'Weather?');
+    const streaming = page.locator('.entry-assistant.streaming').last();
+    await streaming.waitFor({ timeout: 10_000 });
+    expect(await streaming.locator('p').textContent()).toMatch(/^It is sunny in Beijing\./);
+    await shown(page, '.entry-assistant:not(.streaming)', 'It is sunny in Beijing. The high is 25 degrees. The wind is light.');
+    expect(await shown(page, '.entry-assistant .timing', /first sentence \d+ ms · total \d+ ms/)).toBeTruthy();
+
+    stack.llm.reply({ text: 'One. Two is a longer sentence. Three never comes. Four neither.', pace: { firstTokenMs: 50, tokensPerSecond: 10 } });
+    await say(page, 'Count');
+    await page.locator('.entry-assistant.streaming', { hasText: 'One.' }).waitFor({ timeout: 10_000 });
+    await page.click('#chat-stop');
+    await shown(page, '.entry-note', 'Stopped: the answer was cancelled');
+    expect(await page.locator('.entry-assistant').last().textContent()).not.toContain('Three');
+    expect(await page.isDisabled('#chat-stop')).toBe(true);
+    await screenshot(page, 'console-streaming');
   });
 
   it('registers a device tool that the model then calls, and answers with the JSON on the page', async () => {

@@ -2,6 +2,7 @@ import { backoffDelay, ReconnectOptions, ReconnectPolicy, reconnectPolicy } from
 import { TypedEmitter } from './emitter.js';
 import { LlmGatewayError } from './errors.js';
 import {
+  CancelFrame,
   ConfigureSettings,
   ErrorFrame,
   LlmClientFrame,
@@ -24,6 +25,9 @@ import {
   RegisterToolsRequest,
   RequestPipeline,
   StartSessionRequest,
+  CancelRequest,
+  TurnAnswer,
+  TurnCallbacks,
   TurnRequest,
 } from './requests.js';
 import { ClientTool, ToolRunner } from './tools.js';
@@ -98,6 +102,8 @@ export interface LlmGatewayClientEvents {
   tools_registered: ToolsRegisteredFrame;
   /** Every `error` frame, whether or not it also failed a request. */
   error: ErrorFrame;
+  /** A sentence of a streaming turn, ready to speak (`configure({stream: true})`). */
+  sentence: { turnId: string; content: string; seq: number };
   pong: PongFrame;
   /** Every frame sent or received. */
   frame: FrameLogEntry;
@@ -138,6 +144,7 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
   private currentState: ConnectionState = 'idle';
   private currentSession?: string;
   private settings: ConfigureSettings = {};
+  private turnCounter = 0;
   private socket?: WebSocketLike;
   private socketClosed: Promise<void> = Promise.resolve();
   private reconnectAttempt = 0;
@@ -208,12 +215,50 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
    * One turn: sends what the user said and resolves with the assistant's answer (cleaned for
    * speech unless `configure({clean_response: false})`). Device tools the model calls meanwhile
    * are answered by their handlers. Rejects with the gateway's code (`LLM_ERROR`, `TIMEOUT`,
-   * `TOOL_RESULT_TIMEOUT`, `SESSION_ERROR`...) when the turn fails.
+   * `TOOL_RESULT_TIMEOUT`, `SESSION_ERROR`...) when the turn fails, and with `TURN_CANCELLED`
+   * when it was cancelled ({@link cancel}, or barge-in).
    */
-  async sendText(text: string): Promise<string> {
+  async sendText(text: string, callbacks: TurnCallbacks = {}): Promise<string> {
+    const answer = await this.sendTurn(text, callbacks);
+    if (answer.cancelled) throw new LlmGatewayError('TURN_CANCELLED', `Turn ${answer.turnId} was cancelled`);
+    return answer.content;
+  }
+
+  /**
+   * One turn, told in full: its id, its answer, its sentences as they came (`onSentence` hears
+   * each at once, with streaming on), the tool calls and the timing; a cancelled turn resolves
+   * with `cancelled: true` and what was said of it. With `configure({barge_in: true})` it is sent
+   * at once and the gateway cancels the turns still running; otherwise it waits its turn.
+   */
+  async sendTurn(text: string, callbacks: TurnCallbacks = {}): Promise<TurnAnswer> {
     checkText(text);
-    const turn = new TurnRequest({ type: 'text_input', text }, () => this.tools.abandonAll('The turn ended'));
-    return (await this.request(turn)).content;
+    const turnId = `turn-${++this.turnCounter}-${Math.random().toString(36).slice(2, 8)}`;
+    const onSentence = (sentence: string, seq: number) => {
+      this.emit('sentence', { turnId, content: sentence, seq });
+      callbacks.onSentence?.(sentence, seq);
+    };
+    const turn = new TurnRequest(
+      { type: 'text_input', text, turn_id: turnId },
+      { onSentence },
+      () => this.tools.abandonAll('The turn ended'),
+      this.settings.barge_in === true,
+    );
+    return this.request(turn);
+  }
+
+  /**
+   * Stops the running turn (or the one `turnId` names): the gateway aborts the model and the
+   * tools, and the turn ends `cancelled`. `spoken` is the text the device actually played: the
+   * session's history keeps only that of the answer. Resolves once the request is sent.
+   */
+  async cancel(options: { turnId?: string; spoken?: string } = {}): Promise<void> {
+    const frame: CancelFrame = { type: 'cancel' };
+    if (options.turnId !== undefined) frame.turn_id = checkSessionId(options.turnId, 'turn id');
+    if (options.spoken !== undefined) {
+      if (typeof options.spoken !== 'string') throw new TypeError('spoken must be a string');
+      frame.spoken = options.spoken;
+    }
+    await this.request(new CancelRequest(frame));
   }
 
   /**

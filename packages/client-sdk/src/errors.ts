@@ -15,7 +15,9 @@ export type ClientErrorCode =
   /** No `pong` within the time `ping()` was given. */
   | 'PING_TIMEOUT'
   /** A turn ended (`status: idle`) with neither an answer nor an error. */
-  | 'NO_ANSWER';
+  | 'NO_ANSWER'
+  /** The turn was cancelled (`cancel()`, or a barge-in) before it answered. */
+  | 'TURN_CANCELLED';
 
 /**
  * Why a request failed: an `error` frame of the gateway (`frame` is set, `code` is the

@@ -11,6 +11,7 @@ export { LlmGatewayError } from './errors.js';
 export type { ClientErrorCode } from './errors.js';
 export { DEFAULT_RECONNECT } from './backoff.js';
 export type { ReconnectOptions } from './backoff.js';
+export type { TurnAnswer, TurnCallbacks } from './requests.js';
 export type { ClientTool, ToolCallContext, ToolHandler } from './tools.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';
 export * from './protocol/index.js';

@@ -1,5 +1,6 @@
 import { LlmGatewayError } from './errors.js';
 import type {
+  CancelFrame,
   ConfigureFrame,
   EndSessionFrame,
   LlmClientFrame,
@@ -10,6 +11,8 @@ import type {
   StartSessionFrame,
   TextInputFrame,
   ToolsRegisteredFrame,
+  TurnTiming,
+  TurnToolCall,
 } from './protocol/index.js';
 
 /** What a request made of a frame offered to it. */
@@ -58,34 +61,70 @@ export abstract class PendingRequest<T = unknown> {
   }
 }
 
+/** How a turn ended: its answer, or, when it was cancelled, what of it was said. */
+export interface TurnAnswer {
+  turnId: string;
+  /** The final answer; for a cancelled turn, the sentences that came before the cancel, joined. */
+  content: string;
+  /** Each sentence as it came, when streaming. */
+  sentences: string[];
+  toolCalls: TurnToolCall[];
+  /** Where the turn's time went (gateways that report it). */
+  timing?: TurnTiming;
+  cancelled: boolean;
+}
+
+/** What a turn reports as it goes. */
+export interface TurnCallbacks {
+  /** A sentence is ready to speak (streaming, `configure({stream: true})`). */
+  onSentence?: (sentence: string, seq: number) => void;
+}
+
 /**
- * `text_input`: `status processing` opens the turn, `status idle` closes it; the turn's first
- * `llm_response` is its answer (NOTES.md: clients written to the spec take the first), its first
- * `error` the reason it failed. An `error` before `processing` means the gateway refused the
- * request outright.
+ * `text_input`: `status processing` opens the turn, `status idle` closes it. Frames that name
+ * another turn (`turn_id`) are not this one's. A streaming turn's sentences come as partial
+ * `llm_response`s (`is_final: false`) before the final one, which is the answer; a gateway that
+ * does not stream sends only the final one, and the turn's first `llm_response` is its answer
+ * (NOTES.md: clients written to the spec take the first). Its first `error` is why it failed; an
+ * `error` before `processing` means the gateway refused the request outright. `status
+ * cancelled` ends it as cancelled.
  */
-export class TurnRequest extends PendingRequest<LlmResponseFrame> {
+export class TurnRequest extends PendingRequest<TurnAnswer> {
   readonly ordered = true;
   private started = false;
   private answer?: LlmResponseFrame;
+  private readonly sentences: string[] = [];
+  private cancelled = false;
   private failure?: LlmGatewayError;
 
   constructor(
-    frame: TextInputFrame,
+    override readonly frame: TextInputFrame & { turn_id: string },
+    private readonly callbacks: TurnCallbacks,
     /** Called when the turn is over on the gateway, whatever its outcome. */
     private readonly onEnd: () => void,
+    /** Sent at once, before the turns ahead of it have ended: the gateway cancels them (barge-in). */
+    readonly preempts = false,
   ) {
     super(frame);
   }
 
+  get turnId(): string {
+    return this.frame.turn_id;
+  }
+
   offer(frame: LlmServerFrame): Offer {
+    if ('turn_id' in frame && frame.turn_id !== undefined && frame.turn_id !== this.turnId) return 'not-mine';
     switch (frame.type) {
       case 'status':
         if (frame.status === 'processing' && !this.started) {
           this.started = true;
           return 'consumed';
         }
-        if (!this.started) return 'not-mine';
+        if (frame.status === 'cancelled' && frame.turn_id === this.turnId) {
+          this.cancelled = true;
+          return 'consumed';
+        }
+        if (!this.started && !this.cancelled) return 'not-mine';
         if (frame.status === 'waiting_for_tools') return 'consumed';
         if (frame.status === 'idle') {
           this.end();
@@ -94,7 +133,12 @@ export class TurnRequest extends PendingRequest<LlmResponseFrame> {
         return 'not-mine';
       case 'llm_response':
         if (!this.started) return 'not-mine';
-        this.answer ??= frame;
+        if (frame.is_final === false) {
+          this.sentences.push(frame.content);
+          this.callbacks.onSentence?.(frame.content, frame.seq ?? this.sentences.length - 1);
+        } else {
+          this.answer ??= frame;
+        }
         return 'consumed';
       case 'tool_call':
         return this.started ? 'consumed' : 'not-mine';
@@ -105,8 +149,8 @@ export class TurnRequest extends PendingRequest<LlmResponseFrame> {
           return 'finished';
         }
         // A running turn fails with the model's, the session's or a device tool's code; an
-        // INVALID_MESSAGE now answers something else sent meanwhile (a late tool_result).
-        if (frame.code === 'INVALID_MESSAGE') return 'not-mine';
+        // INVALID_MESSAGE without this turn's id answers something else sent meanwhile (a late tool_result).
+        if (frame.code === 'INVALID_MESSAGE' && frame.turn_id !== this.turnId) return 'not-mine';
         this.failure ??= LlmGatewayError.fromFrame(frame);
         return 'consumed';
       default:
@@ -116,8 +160,35 @@ export class TurnRequest extends PendingRequest<LlmResponseFrame> {
 
   private end(): void {
     this.onEnd();
-    if (this.answer) this.resolve(this.answer);
-    else this.reject(this.failure ?? new LlmGatewayError('NO_ANSWER', 'The turn ended without an answer'));
+    if (this.answer || this.cancelled) {
+      this.resolve({
+        turnId: this.turnId,
+        content: this.answer?.content ?? this.sentences.join(''),
+        sentences: this.sentences,
+        toolCalls: this.answer?.tool_calls ?? [],
+        timing: this.answer?.timing,
+        cancelled: this.cancelled && !this.answer,
+      });
+    } else {
+      this.reject(this.failure ?? new LlmGatewayError('NO_ANSWER', 'The turn ended without an answer'));
+    }
+  }
+}
+
+/** `cancel`: sent at once; the turn it stops answers it (`status cancelled`, then `idle`). */
+export class CancelRequest extends PendingRequest<void> {
+  readonly ordered = false;
+
+  constructor(frame: CancelFrame) {
+    super(frame);
+  }
+
+  override sent(): void {
+    this.resolve();
+  }
+
+  offer(): Offer {
+    return 'not-mine';
   }
 }
 
@@ -285,11 +356,14 @@ export class RequestPipeline {
   private pump(): void {
     while (this.open && this.waiting.length > 0) {
       const next = this.waiting[0];
-      if (next.ordered && !next.silentOnSuccess && this.ordered.some((request) => !request.silentOnSuccess)) return;
+      const preempts = next instanceof TurnRequest && next.preempts;
+      if (next.ordered && !next.silentOnSuccess && !preempts && this.ordered.some((request) => !request.silentOnSuccess)) return;
       this.waiting.shift();
       (next.ordered ? this.ordered : this.immediate).push(next);
       this.transmit(next.frame);
       next.sent();
+      // A sent request that needs no answer leaves at once.
+      if (!next.ordered && next.isSettled) this.immediate.splice(this.immediate.indexOf(next), 1);
     }
   }
 }

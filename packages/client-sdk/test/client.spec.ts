@@ -136,7 +136,7 @@ describe('LlmGatewayClient', () => {
       const frames = record(client, 'frame');
       const events = record(client, 'status', 'llm_response', 'tool_call');
       const answer = client.sendText('hello');
-      expect(await connection.next()).toEqual({ type: 'text_input', text: 'hello' });
+      expect(await connection.next()).toEqual({ type: 'text_input', text: 'hello', turn_id: expect.stringMatching(/^turn-/) });
       connection.status('processing');
       connection.send({ type: 'tool_call', tool_name: 'get_current_time', arguments: {}, result: '10:00', success: true, duration_ms: 1 });
       connection.send({ type: 'llm_response', content: 'It is ten.', tool_calls: [], is_final: true });
@@ -151,7 +151,7 @@ describe('LlmGatewayClient', () => {
         'status:idle',
       ]);
       const log = frames.map(([, entry]) => entry);
-      expect(log[0]).toMatchObject({ direction: 'out', text: '{"type":"text_input","text":"hello"}', frame: { type: 'text_input' } });
+      expect(log[0]).toMatchObject({ direction: 'out', text: expect.stringMatching(/^{"type":"text_input","text":"hello","turn_id":"turn-1-/), frame: { type: 'text_input' } });
       expect(log.slice(1).every((entry) => entry.direction === 'in' && entry.at instanceof Date)).toBe(true);
       expect(log).toHaveLength(6);
     });
@@ -182,6 +182,67 @@ describe('LlmGatewayClient', () => {
       expect(errors).toHaveLength(1);
     });
 
+    it('hears a streaming turn sentence by sentence, and resolves with the final answer and its timing', async () => {
+      const [client, connection] = await connected();
+      const sentences = record(client, 'sentence');
+      const heard: [string, number][] = [];
+      const turn = client.sendTurn('weather?', { onSentence: (sentence, seq) => heard.push([sentence, seq]) });
+      const { turn_id } = await connection.next();
+      const timing = { first_token_ms: 300, first_sentence_ms: 320, total_ms: 900, llm_ms: 880, tools_ms: 0 };
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'It is sunny.', tool_calls: [], is_final: false, seq: 0, turn_id });
+      connection.send({ type: 'llm_response', content: ' Take a hat.', tool_calls: [], is_final: false, seq: 1, turn_id });
+      connection.send({ type: 'llm_response', content: 'It is sunny. Take a hat.', tool_calls: [], is_final: true, timing, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      expect(await turn).toEqual({ turnId: turn_id, content: 'It is sunny. Take a hat.', sentences: ['It is sunny.', ' Take a hat.'], toolCalls: [], timing, cancelled: false });
+      expect(heard).toEqual([['It is sunny.', 0], [' Take a hat.', 1]]);
+      expect(sentences.map(([, event]) => event)).toEqual([
+        { turnId: turn_id, content: 'It is sunny.', seq: 0 },
+        { turnId: turn_id, content: ' Take a hat.', seq: 1 },
+      ]);
+    });
+
+    it('cancels the running turn: sendText rejects with TURN_CANCELLED, sendTurn tells what was said', async () => {
+      const [client, connection] = await connected();
+      const answer = rejection(client.sendText('weather?'));
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'It is sunny.', tool_calls: [], is_final: false, seq: 0, turn_id });
+      await client.cancel({ spoken: 'It is' });
+      expect(await connection.next()).toEqual({ type: 'cancel', spoken: 'It is' });
+      connection.send({ type: 'status', status: 'cancelled', data: { turn_id }, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      expect(await answer).toMatchObject({ code: 'TURN_CANCELLED' });
+
+      const turn = client.sendTurn('again');
+      const second = await connection.next();
+      await client.cancel({ turnId: second.turn_id });
+      expect(await connection.next()).toEqual({ type: 'cancel', turn_id: second.turn_id });
+      connection.send({ type: 'status', status: 'cancelled', data: { turn_id: second.turn_id }, turn_id: second.turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id: second.turn_id });
+      expect(await turn).toMatchObject({ turnId: second.turn_id, cancelled: true, content: '', sentences: [] });
+      await expect(client.cancel({ spoken: 5 as unknown as string })).rejects.toThrow('spoken must be a string');
+    });
+
+    it('with barge-in, sends a new turn at once: the gateway cancels the one running', async () => {
+      const [client, connection] = await connected();
+      await client.configure({ barge_in: true });
+      expect(await connection.next()).toEqual({ type: 'configure', barge_in: true });
+      const first = client.sendTurn('one');
+      const old = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id: old.turn_id });
+      const second = client.sendText('two');
+      const fresh = await connection.next();
+      expect(fresh).toMatchObject({ type: 'text_input', text: 'two' });
+      connection.send({ type: 'status', status: 'cancelled', data: { turn_id: old.turn_id }, turn_id: old.turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id: old.turn_id });
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id: fresh.turn_id });
+      connection.send({ type: 'llm_response', content: 'second', tool_calls: [], is_final: true, turn_id: fresh.turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id: fresh.turn_id });
+      expect(await first).toMatchObject({ cancelled: true });
+      expect(await second).toBe('second');
+    });
+
     it('fails a turn the gateway refused before it began, and goes on with the next', async () => {
       const [client, connection] = await connected();
       const refused = rejection(client.sendText('one'));
@@ -189,7 +250,7 @@ describe('LlmGatewayClient', () => {
       await connection.next();
       connection.send({ type: 'error', code: 'INVALID_MESSAGE', message: 'Too many requests waiting' });
       expect((await refused).code).toBe('INVALID_MESSAGE');
-      expect(await connection.next()).toEqual({ type: 'text_input', text: 'two' });
+      expect(await connection.next()).toEqual({ type: 'text_input', text: 'two', turn_id: expect.stringMatching(/^turn-/) });
       answerTurn(connection, 'second');
       expect(await next).toBe('second');
     });
@@ -200,13 +261,13 @@ describe('LlmGatewayClient', () => {
       const configured = client.configure({ temperature: 0.2 });
       const second = client.sendText('two');
       const configuredLater = client.configure({ max_tokens: 100 });
-      expect(await connection.next()).toEqual({ type: 'text_input', text: 'one' });
+      expect(await connection.next()).toEqual({ type: 'text_input', text: 'one', turn_id: expect.stringMatching(/^turn-/) });
       expect(await connection.next()).toEqual({ type: 'configure', temperature: 0.2 });
       await configured;
       await connection.expectSilence();
       answerTurn(connection, 'first');
       expect(await first).toBe('first');
-      expect(await connection.next()).toEqual({ type: 'text_input', text: 'two' });
+      expect(await connection.next()).toEqual({ type: 'text_input', text: 'two', turn_id: expect.stringMatching(/^turn-/) });
       expect(await connection.next()).toEqual({ type: 'configure', max_tokens: 100 });
       await configuredLater;
       answerTurn(connection, 'second');
@@ -431,7 +492,7 @@ describe('LlmGatewayClient', () => {
       await again.expectSilence();
       again.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
       again.status('connected', { session_id: 'session-1' });
-      expect(await again.next()).toEqual({ type: 'text_input', text: 'after' });
+      expect(await again.next()).toEqual({ type: 'text_input', text: 'after', turn_id: expect.stringMatching(/^turn-/) });
       answerTurn(again, 'back');
       expect(await waited).toBe('back');
       expect(client.sessionId).toBe('session-1');

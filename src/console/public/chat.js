@@ -26,6 +26,7 @@ export function setupChat() {
   const resumeForm = $('#session-resume');
   const settingsForm = $('#settings');
   const settingsResult = $('#settings-result');
+  const stop = $('#chat-stop');
   const controls = [...form.elements, ...resumeForm.elements, $('#session-new'), $('#session-end'), $('#ping'), settingsForm.querySelector('button')];
   /** @type {import('./app.js').Client | undefined} */
   let client;
@@ -33,6 +34,8 @@ export function setupChat() {
   let statusLine;
   /** Device tool cards waiting for the page's answer, by call id. @type {Map<string, HTMLElement>} */
   const deviceCalls = new Map();
+  /** The answers being streamed, by turn id, until their final frame. @type {Map<string, HTMLElement>} */
+  const streaming = new Map();
 
   /** @param {string} kind @param {...(Node | string | undefined)} children */
   const add = (kind, ...children) => {
@@ -72,7 +75,30 @@ export function setupChat() {
   const answerText = (outcome) => (outcome.success ? `→ ${brief(outcome.result)}` : `→ failed: ${outcome.error}`);
 
   /** @param {boolean} enabled */
-  const enable = (enabled) => controls.forEach((control) => (control.disabled = !enabled));
+  const enable = (enabled) => {
+    controls.forEach((control) => (control.disabled = !enabled));
+    stop.disabled = true;
+  };
+
+  /** The settings the form holds; `stream` and `barge_in` are sent on connecting too. */
+  const formSettings = () => {
+    const fields = settingsForm.elements;
+    /** @type {Record<string, unknown>} */
+    const settings = {
+      enable_context: fields.enable_context.checked,
+      clean_response: fields.clean_response.checked,
+      stream: fields.stream.checked,
+      barge_in: fields.barge_in.checked,
+    };
+    if (fields.temperature.value !== '') settings.temperature = Number(fields.temperature.value);
+    if (fields.max_tokens.value !== '') settings.max_tokens = Number(fields.max_tokens.value);
+    if (fields.language.value !== '') settings.language = fields.language.value;
+    return settings;
+  };
+
+  /** How long the turn took to its first sentence and in all. @param {any} timing */
+  const timingText = (timing) =>
+    timing ? `first sentence ${timing.first_sentence_ms ?? '–'} ms · total ${timing.total_ms} ms` : undefined;
 
   form.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
@@ -80,8 +106,10 @@ export function setupChat() {
     if (!client || text.trim() === '') return;
     input.value = '';
     add('user', el('p', { text }));
-    client.sendText(text).catch(showUnlessFrame);
+    client.sendTurn(text).catch(showUnlessFrame);
   });
+
+  stop.addEventListener('click', () => client?.cancel().catch(showUnlessFrame));
 
   $('#session-new').addEventListener('click', () => client?.startSession().catch(showUnlessFrame));
   $('#session-end').addEventListener('click', () => client?.endSession().catch(showUnlessFrame));
@@ -95,15 +123,7 @@ export function setupChat() {
 
   settingsForm.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
-    const fields = settingsForm.elements;
-    /** @type {Record<string, unknown>} */
-    const settings = {
-      enable_context: fields.enable_context.checked,
-      clean_response: fields.clean_response.checked,
-    };
-    if (fields.temperature.value !== '') settings.temperature = Number(fields.temperature.value);
-    if (fields.max_tokens.value !== '') settings.max_tokens = Number(fields.max_tokens.value);
-    if (fields.language.value !== '') settings.language = fields.language.value;
+    const settings = formSettings();
     settingsResult.className = '';
     client?.configure(settings).then(
       () => (settingsResult.textContent = `Sent ${brief(settings)}`),
@@ -121,12 +141,23 @@ export function setupChat() {
       listen('status', (frame) => {
         if (frame.status === 'processing') setStatus('The assistant is thinking…');
         else if (frame.status === 'waiting_for_tools') setStatus(`Waiting for ${frame.data.pending_tools} device tool(s)…`);
-        else if (frame.status === 'idle') setStatus(undefined);
+        else if (frame.status === 'cancelled') {
+          streaming.get(frame.turn_id)?.classList.remove('streaming');
+          streaming.delete(frame.turn_id);
+          note('Stopped: the answer was cancelled');
+        } else if (frame.status === 'idle') setStatus(undefined);
+        stop.disabled = frame.status === 'idle' || frame.status === 'cancelled' || frame.status === 'connected';
       });
-      listen('llm_response', (frame) =>
-        add(
-          'assistant',
-          el('p', { text: frame.content }),
+      listen('llm_response', (frame) => {
+        const turnId = frame.turn_id ?? '';
+        let entry = streaming.get(turnId);
+        if (frame.is_final === false) {
+          if (!entry) streaming.set(turnId, (entry = add('assistant streaming', el('p'))));
+          /** @type {HTMLElement} */ (entry.querySelector('p')).textContent += frame.content;
+          return;
+        }
+        streaming.delete(turnId);
+        const calls =
           frame.tool_calls.length > 0
             ? el(
                 'ul',
@@ -135,9 +166,13 @@ export function setupChat() {
                   el('li', { class: call.success ? 'ok' : 'failed', text: `${call.name} (${call.location})${call.success ? '' : ' failed'}` }),
                 ),
               )
-            : undefined,
-        ),
-      );
+            : undefined;
+        const timing = timingText(frame.timing);
+        if (!entry) entry = add('assistant', el('p'));
+        entry.classList.remove('streaming');
+        /** @type {HTMLElement} */ (entry.querySelector('p')).textContent = frame.content;
+        entry.append(...[calls, timing ? el('small', { class: 'timing', text: timing }) : undefined].filter((node) => node !== undefined));
+      });
       listen('tool_call', (frame) => {
         // A failed server tool's result is what the model was told: {error: {code, message}}.
         const failure = frame.success ? undefined : /** @type {any} */ (frame.result)?.error;
@@ -171,6 +206,11 @@ export function setupChat() {
       });
       listen('error', showError);
       listen('session', (change) => {
+        if (change.reason === 'connected') {
+          // The page's way of speaking, from the first turn on (the client keeps it across reconnections).
+          const { stream, barge_in } = formSettings();
+          connectedClient.configure({ stream, barge_in }).catch(showUnlessFrame);
+        }
         sessionId.textContent = change.sessionId;
         note(`${SESSION_NOTES[change.reason]} ${change.sessionId}`);
         if (change.error) showError(change.error);
@@ -187,6 +227,7 @@ export function setupChat() {
       enable(false);
       setStatus(undefined);
       deviceCalls.clear();
+      streaming.clear();
       sessionId.textContent = 'none';
     },
   };
