@@ -19,10 +19,15 @@ export class SpeechStream {
   /** The next sentence starts a new reply (after a tool round) or follows the gateway's own: it is spaced from the last. */
   private separate = false;
 
+  /**
+   * `clean`: clean each sentence for speech; `silent`: only find where sentences end (a turn
+   * that does not stream still times its first sentence), without cleaning or saying them.
+   */
   constructor(
     private readonly language: LanguageCode,
     private readonly clean: boolean,
     private readonly say: (sentence: string) => void,
+    private readonly silent = false,
   ) {}
 
   /** Whether the language writes sentences without spaces between them. */
@@ -67,6 +72,7 @@ export class SpeechStream {
   }
 
   private speak(piece: string): void {
+    if (this.silent) return this.say(piece);
     const text = this.clean ? cleanForSpeech(piece, this.language) : piece.trim();
     // Nothing to say: punctuation alone (a closing quote split from its sentence), or nothing left after cleaning.
     if (!/[\p{L}\p{N}]/u.test(text)) return;

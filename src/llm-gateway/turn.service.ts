@@ -65,8 +65,10 @@ export class TurnService {
     const stopWithConnection = connection.onClose(() => turn.abort(new Error('Connection closed')));
     try {
       if (!turn.cancelled) await this.answerOrFail(connection, turn, input);
-      if (turn.cancelled) turn.sendAnyway(statusFrame('cancelled', { turn_id: turn.id }));
-      turn.sendAnyway(statusFrame('idle', { session_id: connection.state.sessionId }));
+      const idle = statusFrame('idle', { session_id: connection.state.sessionId });
+      const answer = turn.takeHeld();
+      if (turn.cancelled) turn.end(statusFrame('cancelled', { turn_id: turn.id }), idle);
+      else turn.end(...(answer ? [answer] : []), idle);
     } finally {
       stopWithConnection();
       connection.state.turns.delete(turn.id);
@@ -93,10 +95,15 @@ export class TurnService {
     const { settings } = session;
     const { stream, cleanResponses } = connection.state;
     const language = settings.language ?? languageOfText(text);
-    const speech = new SpeechStream(language, cleanResponses, (sentence) => {
-      turn.firstSentenceAt ??= performance.now();
-      if (stream) turn.send(partialResponseFrame(sentence, turn.seq++));
-    });
+    const speech = new SpeechStream(
+      language,
+      cleanResponses,
+      (sentence) => {
+        turn.firstSentenceAt ??= performance.now();
+        if (stream) turn.send(partialResponseFrame(sentence, turn.seq++));
+      },
+      !stream,
+    );
     turn.language = language;
     turn.speech = speech;
     const toolCalls: TurnToolCall[] = [];
@@ -120,7 +127,7 @@ export class TurnService {
     if (turn.cancelled) throw turn.signal.reason;
     await this.sessions.recordExchange(session.id, text, answer);
     const content = stream ? speech.spoken : cleanResponses ? cleanForSpeech(answer, language) : answer;
-    turn.send(llmResponseFrame(content, toolCalls, turn.timing()));
+    turn.hold(llmResponseFrame(content, toolCalls, turn.timing()));
     turn.answered = true;
   }
 

@@ -75,14 +75,29 @@ export class Turn {
   /** Sends one of the turn's frames, stamped with its id; once the turn is cancelled, nothing. */
   send(frame: { turn_id?: string }): void {
     if (this.cancelledWith) return;
-    this.sendAnyway(frame);
-  }
-
-  /** Sends a frame of the turn's ending, cancelled or not. */
-  sendAnyway(frame: { turn_id?: string }): void {
     frame.turn_id = this.id;
     this.connection.send(frame);
   }
+
+  /** Sends the frames that end the turn, cancelled or not, in one write. */
+  end(...frames: { turn_id?: string }[]): void {
+    for (const frame of frames) frame.turn_id = this.id;
+    this.connection.sendTogether(...frames);
+  }
+
+  /** Holds the turn's answer until its ending goes out with it (one write instead of two). */
+  hold(frame: { turn_id?: string }): void {
+    if (!this.cancelledWith) this.held = frame;
+  }
+
+  /** The answer held back for the ending, if any. */
+  takeHeld(): { turn_id?: string } | undefined {
+    const held = this.held;
+    this.held = undefined;
+    return held;
+  }
+
+  private held?: { turn_id?: string };
 
   timing(): TurnTiming {
     const now = performance.now();

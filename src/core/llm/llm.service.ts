@@ -9,6 +9,7 @@ import type {
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { stripHiddenText } from '../speech/hidden-text';
+import { httpFetch } from './http-fetch';
 
 export type LlmMessage = ChatCompletionMessageParam;
 export type LlmTool = ChatCompletionFunctionTool;
@@ -79,6 +80,7 @@ export class LlmService {
       apiKey: llm.apiKey ?? 'not-needed',
       maxRetries: llm.maxRetries,
       timeout: llm.timeoutMs,
+      fetch: httpFetch,
     });
   }
 
@@ -90,9 +92,17 @@ export class LlmService {
    */
   async complete(request: CompletionRequest): Promise<LlmReply> {
     const { timeoutMs, model, extraBody } = this.config.llm;
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeoutMs);
-    const signal = request.signal ? AbortSignal.any([request.signal, deadline.signal]) : deadline.signal;
+    // One controller per call, aborted by the caller's signal or the deadline (cheaper than AbortSignal.any).
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, timeoutMs);
+    const stop = () => abort.abort(request.signal?.reason);
+    if (request.signal?.aborted) stop();
+    request.signal?.addEventListener('abort', stop, { once: true });
+    const { signal } = abort;
     const started = performance.now();
     try {
       const body: ChatCompletionCreateParamsStreaming = {
@@ -111,12 +121,13 @@ export class LlmService {
       return reply.finish();
     } catch (error) {
       if (request.signal?.aborted) throw request.signal.reason ?? error;
-      if (deadline.signal.aborted) {
+      if (timedOut) {
         throw new GatewayError(GatewayErrorCode.TIMEOUT, 'Request timeout', `The model did not answer within ${timeoutMs / 1000} s`);
       }
       throw error instanceof GatewayError ? error : this.describe(error);
     } finally {
       clearTimeout(timer);
+      request.signal?.removeEventListener('abort', stop);
     }
   }
 

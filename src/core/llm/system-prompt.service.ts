@@ -26,9 +26,11 @@ export class SystemPromptService {
     private readonly characters: CharacterCatalogueService,
   ) {}
 
+  /** The time as the prompt says it, for the second it was read in: turns in the same second share it. */
+  private clock?: { second: number; text: string };
+
   build(settings: SessionSettings, now = new Date()): string {
-    const time = zonedTime(now, this.config.tools.defaultTimezone);
-    const currentTime = `${time.date} ${time.time} ${time.weekday} (${time.timezone}, UTC${time.utc_offset})`;
+    const currentTime = this.currentTime(now);
     const parts = [(this.config.llm.systemPrompt ?? DEFAULT_SYSTEM_PROMPT).replaceAll('{current_time}', currentTime)];
     if (settings.language) {
       const language = LANGUAGES[settings.language];
@@ -42,5 +44,14 @@ export class SystemPromptService {
       );
     }
     return parts.join('\n\n');
+  }
+
+  private currentTime(now: Date): string {
+    const second = Math.floor(now.getTime() / 1000);
+    if (this.clock?.second !== second) {
+      const time = zonedTime(now, this.config.tools.defaultTimezone);
+      this.clock = { second, text: `${time.date} ${time.time} ${time.weekday} (${time.timezone}, UTC${time.utc_offset})` };
+    }
+    return this.clock.text;
   }
 }

@@ -120,6 +120,21 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     return true;
   }
 
+  /**
+   * Sends frames that are ready together in one write to the network, not one each: a turn's
+   * answer and its `idle`. Relies on `ws` writing through its socket (`_socket`), which it has
+   * always done; without one, the frames go one by one.
+   */
+  sendTogether(...frames: unknown[]): void {
+    const socket = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    socket?.cork();
+    try {
+      for (const frame of frames) this.send(frame);
+    } finally {
+      socket?.uncork();
+    }
+  }
+
   /** Starts the keep-alive; every frame received and every pong counts as a sign of life. */
   keepAlive(options: KeepAliveOptions): void {
     if (this.closed) return;
