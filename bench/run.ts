@@ -14,7 +14,7 @@ const SUITES = {
       connections: [1, 50],
       bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
     }),
-  'llm-turn': (smoke: boolean) => benchLlmTurn({ warmupTurns: smoke ? 5 : 200, turns: smoke ? 20 : 2000 }),
+  'llm-turn': (smoke: boolean) => benchLlmTurn({ warmupTurns: smoke ? 5 : 200, turns: smoke ? 20 : 2000, pacedTurns: smoke ? 2 : 20 }),
   idle: (smoke: boolean) => benchIdleConnections({ connections: smoke ? 200 : 10_000 }),
   peer: (smoke: boolean) =>
     benchPeer({

@@ -35,14 +35,31 @@ describe('the benchmarks, in smoke mode', () => {
     }
   });
 
-  it('measures the LLM turn overhead against direct completions, plain and with tools', () => {
+  it('measures the LLM turn overhead against direct completions, plain, streamed and with tools', () => {
     const turns = figures.filter((figure) => figure.figure === 'llm_turn_overhead');
-    expect(turns.map((figure) => figure.turn).sort()).toEqual(['plain', 'server_and_client_tool']);
+    expect(turns.map((figure) => figure.turn).sort()).toEqual(['plain', 'server_and_client_tool', 'streamed']);
     for (const figure of turns) {
-      expect(figure).toMatchObject({ gateway: { p50_ms: positive, p99_ms: positive }, direct: { p50_ms: positive, p99_ms: positive }, overhead: { p50_ms: positive } });
+      expect(figure).toMatchObject({
+        gateway: { p50_ms: positive, p99_ms: positive },
+        direct: { p50_ms: positive, p99_ms: positive },
+        overhead: { p50_ms: positive },
+        gateway_cpu_us_per_turn: positive,
+      });
       expect(figure.gateway.p50_ms).toBeGreaterThan(0);
       expect(figure.direct.p50_ms).toBeGreaterThan(0);
     }
+  });
+
+  it('measures the time to the first sentence and to the whole answer at a real model\'s pace, beside the direct stream', () => {
+    const [latency] = figures.filter((figure) => figure.figure === 'llm_turn_latency');
+    expect(latency).toMatchObject({
+      pace: { firstTokenMs: 300, tokensPerSecond: 40 },
+      gateway: { first_sentence_p50_ms: positive, final_p50_ms: positive },
+      direct: { first_sentence_p50_ms: positive, final_p50_ms: positive },
+      first_sentence_after_direct: { p50_ms: positive },
+    });
+    expect(latency.gateway.first_sentence_p50_ms).toBeGreaterThanOrEqual(300);
+    expect(latency.gateway.first_sentence_p50_ms).toBeLessThan(latency.gateway.final_p50_ms);
   });
 
   it('holds idle connections on the gateway and on the bare ws server, and says what each costs', () => {
