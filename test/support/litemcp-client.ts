@@ -1,8 +1,8 @@
 import { WebSocket } from 'ws';
 
 /**
- * A LiteMCP client written from the spec (litemcp-websocket.md and the data structures in
- * NOTES.md), not from the gateway's code: IOBasic frames with a random unique id, answers
+ * A LiteMCP client written from the spec (LiteMCP 1.0 over WebSocket and its data structures),
+ * not from the gateway's code: IOBasic frames with a random unique id, answers
  * matched by id, the token in `Authorization: Bearer`.
  */
 export class LiteMcpClient {

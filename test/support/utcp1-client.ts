@@ -30,7 +30,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 /**
  * A client that behaves like the UTCP 1.x Python client with its `utcp-websocket` plugin, written
- * from that plugin's published behaviour (see NOTES.md) rather than from the gateway's code:
+ * from that plugin's published behaviour rather than from the gateway's code:
  * - `registerManual` sends the text `{"type": "utcp"}` and takes the first frame that is a manual
  *   (a JSON object with `tools`), prefixing each tool's name with the manual's name;
  * - `callTool` sends the template's `message` with `UTCP_ARG_<name>_UTCP_ARG` placeholders filled

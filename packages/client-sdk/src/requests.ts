@@ -85,7 +85,7 @@ export interface TurnCallbacks {
  * another turn (`turn_id`) are not this one's. A streaming turn's sentences come as partial
  * `llm_response`s (`is_final: false`) before the final one, which is the answer; a gateway that
  * does not stream sends only the final one, and the turn's first `llm_response` is its answer
- * (NOTES.md: clients written to the spec take the first). Its first `error` is why it failed; an
+ * (clients written to the spec take the first). Its first `error` is why it failed; an
  * `error` before `processing` means the gateway refused the request outright. `status
  * cancelled` ends it as cancelled.
  */
