@@ -1,8 +1,11 @@
+import { mkdtemp, rm, writeFile } from 'fs/promises';
+import { tmpdir } from 'os';
+import { join } from 'path';
 import { SentenceSplitter } from '../../src/core/speech/sentence-splitter';
 import { ChatRequest, lastUserText, Pace, ScriptedLlm, ScriptedReply, toolResults } from '../../test/support/scripted-llm';
 import { expectAnswer, FrameSocket } from '../support/frame-socket';
 import { ServerProcess } from '../support/processes';
-import { BENCH_TOKEN, gatewayServer } from '../support/servers';
+import { BENCH_TOKEN, bareTurnServer, gatewayServer } from '../support/servers';
 import { elapsedMs, emit, ratio, round, summarise } from '../support/stats';
 import { withServer } from './tool-calls';
 
@@ -83,6 +86,8 @@ interface TurnKind {
   checkResponse(frame: any): boolean;
   /** What the gateway time holds besides the model calls, for the reader of the figure. */
   note?: string;
+  /** Also measured through the bare turn server. */
+  baseline?: boolean;
 }
 
 const isStatus = (frame: any, ...statuses: string[]) => frame.type === 'status' && statuses.includes(frame.status);
@@ -95,6 +100,7 @@ const TURNS: TurnKind[] = [
     modelCalls: 1,
     onFrame: (frame) => expectAnswer(isStatus(frame, 'processing'), frame, 'a plain turn'),
     checkResponse: (frame) => frame.tool_calls?.length === 0,
+    baseline: true,
   },
   {
     name: 'streamed',
@@ -106,6 +112,7 @@ const TURNS: TurnKind[] = [
       expectAnswer(isStatus(frame, 'processing') || (frame.type === 'llm_response' && frame.is_final === false), frame, 'a streamed turn'),
     checkResponse: (frame) => frame.tool_calls?.length === 0,
     note: 'sentences streamed (three llm_response partials, then the final)',
+    baseline: true,
   },
   {
     name: 'server_and_client_tool',
@@ -185,7 +192,7 @@ async function directTurn(llm: ScriptedLlm, bodies: string[]): Promise<number> {
 async function pairedTurn(llm: ScriptedLlm, socket: FrameSocket, kind: TurnKind): Promise<{ gateway: number; direct: number }> {
   arm(llm);
   const gateway = await within(gatewayTurn(socket, kind), TURN_TIMEOUT_MS, `A ${kind.name} turn through the gateway`);
-  const bodies = llm.requests.map(({ headers: _headers, ...body }) => JSON.stringify(body));
+  const bodies = llm.requests.map((request) => JSON.stringify(withoutHeaders(request)));
   expectAnswer(bodies.length === kind.modelCalls, { requests: bodies.length }, `the model calls of a ${kind.name} turn`);
   arm(llm);
   const direct = await within(directTurn(llm, bodies), TURN_TIMEOUT_MS, `The direct completions of a ${kind.name} turn`);
@@ -311,45 +318,23 @@ async function measureLatency(llm: ScriptedLlm, socket: FrameSocket, turns: numb
  * system prompt, the `openai` client's streaming, speech cleaning) minus the time of the very
  * same completions fetched directly from the same zero-delay scripted OpenAI-compatible server,
  * turn by turn on one connection. `overhead` is the difference of the percentiles (the issue's
- * figure); `overhead.paired_*` are percentiles of the per-turn differences.
+ * figure); `overhead.paired_*` are percentiles of the per-turn differences. The plain and
+ * streamed turns are also run through the bare turn server (servers/bare-turn-server.ts), whose
+ * CPU per turn is the least a Node server spends on the same frames with the `openai` package.
  */
 export async function benchLlmTurn(options: LlmTurnOptions): Promise<void> {
   const llm = await ScriptedLlm.start();
+  const env = { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: '0', LLM_TIMEOUT: String(TURN_TIMEOUT_MS / 1000), LOCATION_PROVIDER_URL: 'off' };
+  const scratch = await mkdtemp(join(tmpdir(), 'bench-turn-'));
+  const requestFile = join(scratch, 'request.json');
   try {
-    const env = { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: '0', LLM_TIMEOUT: String(TURN_TIMEOUT_MS / 1000), LOCATION_PROVIDER_URL: 'off' };
+    const figures = new Map<TurnKind, TurnFigures>();
     await withServer(
       (port) => gatewayServer(port, env),
       async (server) => {
         for (const kind of TURNS) {
-          const socket = await connectDevice(server);
-          try {
-            if (kind.configure) socket.send({ type: 'configure', ...kind.configure });
-            if (kind.name === 'server_and_client_tool') {
-              const registered = await within(socket.exchange({ type: 'register_tools', tools: [LIGHT_TOOL] }), TURN_TIMEOUT_MS, 'register_tools');
-              expectAnswer(registered.type === 'tools_registered' && registered.count === 1, registered, 'register_tools');
-            }
-            const figures = await measureTurns(server, llm, socket, kind, options);
-            emit({
-              figure: 'llm_turn_overhead',
-              turn: kind.name,
-              turns: options.turns,
-              model_calls_per_turn: kind.modelCalls,
-              gateway: { p50_ms: figures.gateway.p50_ms, p99_ms: figures.gateway.p99_ms },
-              direct: { p50_ms: figures.direct.p50_ms, p99_ms: figures.direct.p99_ms },
-              overhead: {
-                p50_ms: round(figures.gateway.p50_ms - figures.direct.p50_ms),
-                p99_ms: round(figures.gateway.p99_ms - figures.direct.p99_ms),
-                paired_p50_ms: figures.paired.p50_ms,
-                paired_p99_ms: figures.paired.p99_ms,
-              },
-              ratio: { p50: ratio(figures.gateway.p50_ms, figures.direct.p50_ms) },
-              gateway_cpu_us_per_turn: figures.cpuUsPerTurn,
-              ...(kind.note && { note: kind.note }),
-              target: kind.name === 'server_and_client_tool' ? undefined : { max_gateway_cpu_us_per_turn: 500, met: figures.cpuUsPerTurn <= 500 },
-            });
-          } finally {
-            socket.close();
-          }
+          figures.set(kind, await measureKind(server, llm, kind, options));
+          if (kind.name === 'plain') await writeFile(requestFile, JSON.stringify(withoutHeaders(llm.requests[0]!)));
         }
         const socket = await connectDevice(server);
         try {
@@ -360,7 +345,62 @@ export async function benchLlmTurn(options: LlmTurnOptions): Promise<void> {
         }
       },
     );
+    const baselines = await withServer(
+      () => bareTurnServer({ LLM_BASE_URL: llm.baseUrl, BENCH_TURN_REQUEST: requestFile }),
+      async (server) => {
+        const measured = new Map<TurnKind, TurnFigures>();
+        for (const kind of TURNS.filter((turn) => turn.baseline)) measured.set(kind, await measureKind(server, llm, kind, options));
+        return measured;
+      },
+    );
+    for (const [kind, gateway] of figures) emitTurnFigure(kind, gateway, baselines.get(kind), options.turns);
   } finally {
+    await rm(scratch, { recursive: true, force: true });
     await llm.close();
   }
+}
+
+type TurnFigures = Awaited<ReturnType<typeof measureTurns>>;
+
+const withoutHeaders = ({ headers: _headers, ...body }: ChatRequest) => body;
+
+/** One kind of turn on a connection of its own (configured, its device tool registered). */
+async function measureKind(server: ServerProcess, llm: ScriptedLlm, kind: TurnKind, options: LlmTurnOptions): Promise<TurnFigures> {
+  const socket = await connectDevice(server);
+  try {
+    if (kind.configure) socket.send({ type: 'configure', ...kind.configure });
+    if (kind.name === 'server_and_client_tool') {
+      const registered = await within(socket.exchange({ type: 'register_tools', tools: [LIGHT_TOOL] }), TURN_TIMEOUT_MS, 'register_tools');
+      expectAnswer(registered.type === 'tools_registered' && registered.count === 1, registered, 'register_tools');
+    }
+    return await measureTurns(server, llm, socket, kind, options);
+  } finally {
+    socket.close();
+  }
+}
+
+function emitTurnFigure(kind: TurnKind, gateway: TurnFigures, baseline: TurnFigures | undefined, turns: number): void {
+  emit({
+    figure: 'llm_turn_overhead',
+    turn: kind.name,
+    turns,
+    model_calls_per_turn: kind.modelCalls,
+    gateway: { p50_ms: gateway.gateway.p50_ms, p99_ms: gateway.gateway.p99_ms, cpu_us_per_turn: gateway.cpuUsPerTurn },
+    direct: { p50_ms: gateway.direct.p50_ms, p99_ms: gateway.direct.p99_ms },
+    ...(baseline && { baseline: { p50_ms: baseline.gateway.p50_ms, p99_ms: baseline.gateway.p99_ms, cpu_us_per_turn: baseline.cpuUsPerTurn } }),
+    overhead: {
+      p50_ms: round(gateway.gateway.p50_ms - gateway.direct.p50_ms),
+      p99_ms: round(gateway.gateway.p99_ms - gateway.direct.p99_ms),
+      paired_p50_ms: gateway.paired.p50_ms,
+      paired_p99_ms: gateway.paired.p99_ms,
+    },
+    ratio: {
+      p50: ratio(gateway.gateway.p50_ms, gateway.direct.p50_ms),
+      ...(baseline && { cpu_to_baseline: ratio(gateway.cpuUsPerTurn, baseline.cpuUsPerTurn) }),
+    },
+    ...(kind.note && { note: kind.note }),
+    ...(kind.name !== 'server_and_client_tool' && {
+      target: { max_gateway_cpu_us_per_turn: 500, met: gateway.cpuUsPerTurn <= 500 },
+    }),
+  });
 }

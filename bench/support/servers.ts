@@ -34,3 +34,11 @@ export function gatewayServer(port: number, env: Record<string, string> = {}): S
 export function bareWsServer(): ServerSpec {
   return { name: 'bare ws', args: [join(BENCH_BUILD, 'servers', 'bare-ws-server.js')], env: { BENCH_TOKEN } };
 }
+
+/**
+ * The LLM turn's baseline: a bare `ws` server streaming the same completion with the `openai`
+ * package (servers/bare-turn-server.ts); `BENCH_TURN_REQUEST` names the gateway's request body.
+ */
+export function bareTurnServer(env: Record<string, string>): ServerSpec {
+  return { name: 'bare turn', args: [join(BENCH_BUILD, 'servers', 'bare-turn-server.js')], env: { BENCH_TOKEN, ...env } };
+}

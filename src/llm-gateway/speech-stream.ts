@@ -14,20 +14,14 @@ export class SpeechStream {
   private filter = new HiddenTextFilter();
   private splitter = new SentenceSplitter();
   private readonly said: string[] = [];
-  /** Visible text written so far (what `spoken` of a cancel may not exceed). */
-  private written = 0;
   /** The next sentence starts a new reply (after a tool round) or follows the gateway's own: it is spaced from the last. */
   private separate = false;
 
-  /**
-   * `clean`: clean each sentence for speech; `silent`: only find where sentences end (a turn
-   * that does not stream still times its first sentence), without cleaning or saying them.
-   */
+  /** `clean`: clean each sentence for speech. */
   constructor(
     private readonly language: LanguageCode,
     private readonly clean: boolean,
     private readonly say: (sentence: string) => void,
-    private readonly silent = false,
   ) {}
 
   /** Whether the language writes sentences without spaces between them. */
@@ -40,24 +34,17 @@ export class SpeechStream {
     return this.said.join('');
   }
 
-  /** How much visible text the model has written so far. */
-  get writtenLength(): number {
-    return this.written;
-  }
-
   /** A delta of the model's text. */
   write(delta: string): void {
     const { visible, reasoningEnded } = this.filter.push(delta);
     // Everything before a lone `</think>` was reasoning: drop what was not said yet.
     if (reasoningEnded) this.splitter = new SentenceSplitter();
-    this.written += visible.length;
     for (const piece of this.splitter.push(visible)) this.speak(piece);
   }
 
   /** The model's reply is over (a tool round or the answer follows): say what is left of it. */
   flush(): void {
     const rest = this.filter.end();
-    this.written += rest.length;
     const pieces = [...this.splitter.push(rest), ...this.splitter.end()];
     this.filter = new HiddenTextFilter();
     for (const piece of pieces) this.speak(piece);
@@ -72,7 +59,6 @@ export class SpeechStream {
   }
 
   private speak(piece: string): void {
-    if (this.silent) return this.say(piece);
     const text = this.clean ? cleanForSpeech(piece, this.language) : piece.trim();
     // Nothing to say: punctuation alone (a closing quote split from its sentence), or nothing left after cleaning.
     if (!/[\p{L}\p{N}]/u.test(text)) return;

@@ -95,15 +95,12 @@ export class TurnService {
     const { settings } = session;
     const { stream, cleanResponses } = connection.state;
     const language = settings.language ?? languageOfText(text);
-    const speech = new SpeechStream(
-      language,
-      cleanResponses,
-      (sentence) => {
-        turn.firstSentenceAt ??= performance.now();
-        if (stream) turn.send(partialResponseFrame(sentence, turn.seq++));
-      },
-      !stream,
-    );
+    const speech = stream
+      ? new SpeechStream(language, cleanResponses, (sentence) => {
+          turn.firstSentenceAt ??= performance.now();
+          turn.send(partialResponseFrame(sentence, turn.seq++));
+        })
+      : undefined;
     turn.language = language;
     turn.speech = speech;
     const toolCalls: TurnToolCall[] = [];
@@ -116,17 +113,19 @@ export class TurnService {
       signal: turn.signal,
       onText: (delta) => {
         turn.firstTokenAt ??= performance.now();
-        speech.write(delta);
+        turn.writtenLength += delta.length;
+        speech?.write(delta);
       },
       onReplyEnd: (durationMs) => {
         turn.llmMs += durationMs;
-        speech.flush();
+        speech?.flush();
       },
       runTools: (calls) => this.runTools(connection, turn, session.id, calls, toolCalls),
     });
     if (turn.cancelled) throw turn.signal.reason;
     await this.sessions.recordExchange(session.id, text, answer);
-    const content = stream ? speech.spoken : cleanResponses ? cleanForSpeech(answer, language) : answer;
+    const content = speech ? speech.spoken : cleanResponses ? cleanForSpeech(answer, language) : answer;
+    turn.firstSentenceAt ??= performance.now();
     turn.hold(llmResponseFrame(content, toolCalls, turn.timing()));
     turn.answered = true;
   }
@@ -136,7 +135,7 @@ export class TurnService {
    * it played, or else the sentences that were sent (OpenAI Realtime's truncate does the same).
    */
   private async keepWhatWasSpoken(connection: LlmConnection, turn: Turn, sessionId: string, text: string): Promise<void> {
-    const sent = connection.state.stream ? (turn.speech?.spoken ?? '') : '';
+    const sent = turn.speech?.spoken ?? '';
     await this.sessions.recordExchange(sessionId, text, (turn.spokenByDevice ?? sent).trim()).catch(() => undefined);
   }
 
@@ -172,7 +171,7 @@ export class TurnService {
     const planned = calls.map((call) => this.plan(connection, call));
     const toDevice = planned.filter((call) => call.onDevice && runs(call)).length;
     if (toDevice > 0) turn.send(statusFrame('waiting_for_tools', { pending_tools: toDevice }));
-    const filler = this.fillerTimer(connection, turn);
+    const filler = this.fillerTimer(turn);
     const round = new AbortController();
     const stopRound = () => round.abort(turn.signal.reason);
     turn.signal.addEventListener('abort', stopRound, { once: true });
@@ -217,9 +216,9 @@ export class TurnService {
   }
 
   /** Says a filler sentence if the round outlasts `TOOL_FILLER_DELAY`, once per streaming turn. */
-  private fillerTimer(connection: LlmConnection, turn: Turn): NodeJS.Timeout | undefined {
+  private fillerTimer(turn: Turn): NodeJS.Timeout | undefined {
     const delay = this.config.llm.fillerDelayMs;
-    if (!connection.state.stream || delay === 0 || turn.fillerSaid || !turn.speech || !turn.language) return undefined;
+    if (delay === 0 || turn.fillerSaid || !turn.speech || !turn.language) return undefined;
     const { speech, language } = turn;
     return setTimeout(() => {
       turn.fillerSaid = true;

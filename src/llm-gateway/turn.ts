@@ -23,13 +23,16 @@ export class Turn {
   private cancelledWith?: { spoken?: string };
   readonly arrivedAt = performance.now();
   firstTokenAt?: number;
+  /** When the first sentence went out: a streaming turn's first partial, or else its final answer. */
   firstSentenceAt?: number;
+  /** How much text the model has written (its deltas, raw). */
+  writtenLength = 0;
   llmMs = 0;
   toolsMs = 0;
   /** The next partial's `seq`. */
   seq = 0;
   fillerSaid = false;
-  /** The turn's language and its speech, once it runs. */
+  /** The turn's language once it runs, and its speech when it streams. */
   language?: LanguageCode;
   speech?: SpeechStream;
   /** Whether it has begun (it waits in the queue until then). */
@@ -50,9 +53,9 @@ export class Turn {
     return this.cancelledWith !== undefined;
   }
 
-  /** The longest `spoken` a cancel may bring: what the model has written so far. */
+  /** The longest `spoken` a cancel may bring: what the model has written so far, or said (spoken forms are longer). */
   get spokenLimit(): number {
-    return this.speech ? Math.max(this.speech.spoken.length, this.speech.writtenLength) : 0;
+    return Math.max(this.speech?.spoken.length ?? 0, this.writtenLength);
   }
 
   /** The text the device says it played, when its cancel said. */

@@ -20,7 +20,7 @@ export interface StatusFrame extends TurnFrame {
 export interface TurnTiming {
   /** The model's first token of text. */
   first_token_ms: number | null;
-  /** The first sentence ready to speak (sent, when streaming). */
+  /** The first sentence sent: the first partial when streaming, else the final answer. */
   first_sentence_ms: number | null;
   total_ms: number;
   /** Waiting for the model, every call of the turn. */
