@@ -5,7 +5,7 @@
 export { GatewayModule } from './gateway.module';
 export type { GatewayModuleOptions } from './gateway-module.options';
 export { createGatewayApp } from './bootstrap';
-export type { GatewayAppOptions } from './bootstrap';
+export type { GatewayApp, GatewayAppOptions } from './bootstrap';
 export { GATEWAY_CONFIG } from './config/gateway-config';
 export type { GatewayConfig } from './config/gateway-config';
 export { EnvironmentVariables, InvalidConfigurationError } from './config/environment';

@@ -1,7 +1,10 @@
 import { join } from 'path';
 import type { Page } from 'playwright-core';
+import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { ARTIFACTS_DIR, launchChromium, TestBrowser } from './support/browser';
+import { RunningGateway, startGateway } from './support/gateway';
 import { LlmStack, startLlmStack } from './support/llm-stack';
+import { freePort } from './support/ports';
 import { toolResults } from './support/scripted-llm';
 
 const TOKEN = 'console-token';
@@ -16,6 +19,8 @@ describe('web console in a real browser', () => {
   let stack: LlmStack;
   let browser: TestBrowser;
   const pageErrors: string[] = [];
+  /** Requests the page's Content-Security-Policy blocked (Chromium reports them on the console). */
+  const blocked: string[] = [];
 
   beforeAll(async () => {
     stack = await startLlmStack({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 2 });
@@ -35,19 +40,40 @@ describe('web console in a real browser', () => {
   afterEach(async () => {
     await Promise.all((browser?.context.pages() ?? []).map((page) => page.close()));
     expect(pageErrors).toEqual([]);
+    expect(blocked).toEqual([]);
   });
 
   /** A console page, connected with `token`; waits until the page says so. */
   async function openConsole(token = TOKEN, viewport = DESKTOP): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    await page.setViewportSize(viewport);
-    await page.goto(stack.gateway.http('/'));
-    await page.waitForSelector('body[data-ready="true"]');
+    const page = await newConsolePage('/', viewport);
     await page.fill('#token', token);
     await page.click('#connect');
     if (token === TOKEN) await page.waitForSelector('#connection-state[data-state="open"]');
     return page;
+  }
+
+  /** The console page at `path` of the stack's gateway, ready, not connected. */
+  async function newConsolePage(path: string, viewport = DESKTOP): Promise<Page> {
+    const page = await browser.context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) blocked.push(message.text());
+    });
+    await page.setViewportSize(viewport);
+    await page.goto(stack.gateway.http(path));
+    await page.waitForSelector('body[data-ready="true"]');
+    return page;
+  }
+
+  /** Connects the page to the gateway its URL field names, with `token`; resolves with the state reached. */
+  async function connectWith(page: Page, token: string): Promise<string> {
+    await page.fill('#token', token);
+    await page.click('#connect');
+    await page.waitForFunction(() => {
+      const doc = (globalThis as any).document;
+      return doc.querySelector('#connection-state').dataset.state === 'open' || !doc.querySelector('#connection-problem').hidden;
+    });
+    return (await page.getAttribute('#connection-state', 'data-state'))!;
   }
 
   async function say(page: Page, text: string): Promise<void> {
@@ -90,9 +116,14 @@ describe('web console in a real browser', () => {
     const page = await openConsole();
     stack.llm.reply({ text: 'It is sunny in Beijing. The high is 25 degrees. The wind is light.', pace: { firstTokenMs: 50, tokensPerSecond: 20 } });
     await say(page, 'Weather?');
-    const streaming = page.locator('.entry-assistant.streaming').last();
-    await streaming.waitFor({ timeout: 10_000 });
-    expect(await streaming.locator('p').textContent()).toMatch(/^It is sunny in Beijing\./);
+    // Read in the page on every frame: the streaming entry lives only until the final answer
+    // comes, which can be shorter than a locator's polling interval.
+    const partial = await page.waitForFunction(
+      () => Array.from((globalThis as any).document.querySelectorAll('.entry-assistant.streaming p') as ArrayLike<{ textContent: string }>).pop()?.textContent || false,
+      undefined,
+      { polling: 'raf', timeout: 10_000 },
+    );
+    expect(await partial.jsonValue()).toMatch(/^It is sunny in Beijing\./);
     await shown(page, '.entry-assistant:not(.streaming)', 'It is sunny in Beijing. The high is 25 degrees. The wind is light.');
     expect(await shown(page, '.entry-assistant .timing', /first sentence \d+ ms · total \d+ ms/)).toBeTruthy();
 
@@ -147,7 +178,9 @@ describe('web console in a real browser', () => {
 
     stack.llm.reply({ toolCalls: [{ id: 'd', name: 'calculator', arguments: { a: 1, b: 0, operation: 'divide' } }] }, { text: 'Cannot divide by zero.' });
     await say(page, '1 / 0?');
-    expect(await shown(page, '.entry-tool.failed', 'Server tool calculator')).toContain('TOOL_EXECUTION_FAILED Division by zero');
+    const duringTurn = await shown(page, '.entry-tool.failed', 'Server tool calculator');
+    expect(duringTurn).toContain('TOOL_EXECUTION_FAILED Division by zero');
+    expect(duringTurn).toContain('the model was told why');
     await shown(page, '.entry-assistant', 'Cannot divide by zero.');
 
     await page.click('[data-tab="tools"]');
@@ -171,8 +204,62 @@ describe('web console in a real browser', () => {
   it('explains a refused token', async () => {
     const page = await openConsole('wrong-token');
     const problem = await shown(page, '#connection-problem', 'CONNECT_FAILED');
-    expect(problem).toContain('FORBIDDEN (HTTP 403): The gateway refused this token.');
+    expect(problem).toContain('FORBIDDEN (HTTP 403): The gateway refused this token');
+    expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('forbidden');
     expect(await page.getAttribute('#connection-state', 'data-state')).toBe('closed');
+
+    expect(await connectWith(page, '')).toBe('closed');
+    expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('unauthorized');
+    expect(await page.textContent('#connection-problem')).toContain('UNAUTHORIZED (HTTP 401): The gateway needs a token');
+  });
+
+  it('tells an unreachable gateway apart from a refused token', async () => {
+    const nobody = await freePort();
+    const page = await newConsolePage(`/?gateway=${encodeURIComponent(`ws://127.0.0.1:${nobody}/`)}`);
+    expect(await page.inputValue('#gateway-url')).toBe(`ws://127.0.0.1:${nobody}/`);
+    expect(await connectWith(page, TOKEN)).toBe('closed');
+    expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('unreachable');
+    const problem = (await page.textContent('#connection-problem'))!;
+    expect(problem).toContain(`UNREACHABLE: nothing answered at http://127.0.0.1:${nobody}: is the gateway running`);
+    expect(problem).not.toMatch(/refused (the|this) token/);
+    await screenshot(page, 'console-unreachable');
+  });
+
+  describe('pointed at another gateway', () => {
+    let other: RunningGateway;
+
+    beforeAll(async () => {
+      // Another gateway on loopback, without a console of its own: the page comes from the stack's.
+      other = await startGateway({ AUTH_TOKENS: 'other-token', CONSOLE_ENABLED: false });
+      other.app.get(ToolRegistryService).register({
+        name: 'other.greeting',
+        description: 'Only the other gateway has this tool',
+        inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        source: 'module',
+        handler: ({ name }) => `Hello, ${name as string}, from the other gateway`,
+      });
+    });
+    afterAll(() => other?.close());
+
+    it('connects, reads its catalogue and calls its tools, with the page served by the first one', async () => {
+      const page = await newConsolePage(`/?gateway=${encodeURIComponent(other.ws('/'))}`);
+      expect(await connectWith(page, 'wrong')).toBe('closed');
+      expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('forbidden');
+
+      expect(await connectWith(page, 'other-token')).toBe('open');
+      await page.click('[data-tab="catalogue"]');
+      const greeting = page.locator('.tool[data-tool="other.greeting"]');
+      await greeting.waitFor();
+      await greeting.locator('summary').first().click();
+      await greeting.locator('textarea').fill('{"name": "Ada"}');
+      await greeting.locator('button[type="submit"]').click();
+      expect(await shown(page, '.tool[data-tool="other.greeting"] .call-result[data-ok="true"]', 'HTTP 200')).toContain(
+        'text: Hello, Ada, from the other gateway',
+      );
+      await greeting.locator('select').selectOption('UTCP');
+      await greeting.locator('button[type="submit"]').click();
+      expect(await shown(page, '.tool[data-tool="other.greeting"] .call-result[data-ok="true"]', 'UTCP: result')).toContain('Hello, Ada');
+    });
   });
 
   it('applies settings and starts, ends and resumes sessions', async () => {
@@ -201,7 +288,7 @@ describe('web console in a real browser', () => {
     await shown(page, '.entry-note', `Resumed session ${second}`);
     expect(await page.textContent('#session-id')).toBe(second);
     await page.click('#ping');
-    await shown(page, '.entry-note', /pong in \d+\.\d ms/);
+    await shown(page, '.entry-note', /pong in \d+ ms/);
   });
 
   it('lists the catalogue with sources and schemas, and calls tools through LiteMCP and UTCP', async () => {
@@ -230,9 +317,11 @@ describe('web console in a real browser', () => {
     expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="true"]', 'UTCP: result')).toContain('result: 42');
     await calculator.locator('textarea').fill('{"a": 1, "b": 0, "operation": "divide"}');
     await calculator.locator('button[type="submit"]').click();
-    expect(await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'UTCP: error TOOL_EXECUTION_FAILED')).toContain(
-      'TOOL_EXECUTION_FAILED: Division by zero',
-    );
+    const direct = await shown(page, '.tool[data-tool="calculator"] .call-result[data-ok="false"]', 'UTCP: error TOOL_EXECUTION_FAILED');
+    expect(direct).toContain('TOOL_EXECUTION_FAILED: Division by zero');
+    // The console called the tool itself: no model was involved, so none was told anything.
+    expect(direct).toContain('The tool ran and failed; the message above is its own.');
+    expect(direct).not.toMatch(/model/);
 
     const countdown = page.locator('.tool[data-tool="countdown"]');
     await countdown.locator('summary').first().click();

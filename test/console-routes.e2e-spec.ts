@@ -17,6 +17,8 @@ describe('web console and tool catalogue routes', () => {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^text\/html/);
       expect(response.headers.get('content-security-policy')).toContain("default-src 'self'");
+      // another gateway, named in the page's URL field, over WebSocket and HTTP
+      expect(response.headers.get('content-security-policy')).toContain("connect-src 'self' ws: wss: http: https:");
       const page = await response.text();
       expect(page).toContain('<title>Gateway console</title>');
       expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);

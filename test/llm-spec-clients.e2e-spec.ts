@@ -1,6 +1,7 @@
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { ChatRequest, lastUserText, ScriptedReply, toolResults } from './support/scripted-llm';
 import { SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL, SpecJsClient, SpecPythonClient } from './support/spec-clients';
+import { DEBIAN_PYTHON, findPython, PYTHON_MISSING, runSpecPythonClient } from './support/spec-python-client';
 
 const TOOLS = [SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL];
 
@@ -67,6 +68,18 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     client.close();
   });
 
+  it('the JavaScript client as the spec wrote it never gets past registerTools (its onmessage drops tools_registered)', async () => {
+    const client = new SpecJsClient(stack.gateway.ws('/'), { asWritten: true });
+    await client.connect();
+    const outcome = await Promise.race([
+      client.registerTools(TOOLS).then(() => 'resolved'),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1000)),
+    ]);
+    expect(outcome).toBe('still waiting');
+    expect(client.log).toContainEqual(['Registered 2 tools']); // the frame came; nothing handed it on
+    client.close();
+  });
+
   it('the JavaScript client sees errors through its error handler, and goes on', async () => {
     const client = new SpecJsClient(stack.gateway.ws('/'));
     await client.connect();
@@ -108,5 +121,73 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     stack.llm.reply({ toolCalls: [{ id: 'battery', name: 'get_battery', arguments: {} }] }, (request) => ({ text: toolResults(request).battery.error.message }));
     expect(await client.send_text('电量')).toBe("Tool 'get_battery' not found");
     client.close();
+  });
+});
+
+/**
+ * The spec's Python client itself (test/support/spec-python-client/llm_gateway_client.py, the
+ * example of section 10.1 byte for byte) under python3 with websockets: its own main() and its
+ * methods on server tools, mixed turns and errors.
+ */
+describe('the spec\'s Python client, unchanged, in python3', () => {
+  let stack: LlmStack;
+  let python: string;
+
+  beforeAll(async () => {
+    python = findPython();
+    stack = await startLlmStack();
+  });
+  afterAll(() => stack?.close());
+  beforeEach(() => {
+    stack.llm.reset();
+    for (let i = 0; i < 20; i += 1) stack.llm.reply(assistant);
+  });
+
+  it('runs the example\'s main(): configure, register the device tools, two turns that call them', async () => {
+    const run = await runSpecPythonClient(python, stack.gateway.ws('/'), 'main');
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toEqual([
+      expect.stringMatching(/^Connected\. Session ID: [0-9a-f-]{36}$/),
+      'Registered 2 tools',
+      '  - get_battery: OK',
+      '  - set_volume: OK',
+      'Client tool called: get_battery with {}',
+      'Response: 您的设备电量还剩百分之85',
+      "Client tool called: set_volume with {'volume': 50}",
+      'Response: 已将音量设置为50',
+    ]);
+    // configure(enable_context=True) took effect: the second turn's request carries the first.
+    expect(stack.llm.requests.at(-1)!.messages.some((m) => m.content === '我的电量还剩多少？')).toBe(true);
+  });
+
+  it('sees server tools, a mixed turn and an error frame through its methods', async () => {
+    const run = await runSpecPythonClient(python, stack.gateway.ws('/'), 'session');
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toEqual(
+      expect.arrayContaining([
+        'Server tool called: get_weather',
+        'Response: 北京今天22.5度。',
+        "Client tool called: set_volume with {'volume': 30}",
+        'Response: 北京clear sky，已将音量设置为30',
+        'Raised: INVALID_MESSAGE: Text cannot be empty',
+        'Response: 你好！有什么我可以帮助你的吗？',
+      ]),
+    );
+    expect(run.stdout.filter((line) => line.startsWith('Result: '))).toEqual([expect.stringContaining("'temperature': 22.5"), expect.stringContaining("'temperature': 22.5")]); // one weather call per turn
+    expect(stack.llm.requests.at(-1)!.temperature).toBe(0.3);
+  });
+});
+
+describe('the interpreter for the spec\'s Python client', () => {
+  it('finds an interpreter with websockets, or fails with one line saying what to install', () => {
+    expect(findPython({ PYTHON: '/opt/py/bin/python' }, () => true)).toBe('/opt/py/bin/python');
+    expect(findPython({}, (candidate) => candidate === DEBIAN_PYTHON)).toBe(DEBIAN_PYTHON);
+    expect(findPython({}, () => true)).toBe('python3');
+    expect(() => findPython({}, () => false)).toThrow(PYTHON_MISSING);
+    expect(PYTHON_MISSING).toContain('apt-get install -y python3-websockets');
+    expect(PYTHON_MISSING).not.toContain('\n');
+    expect(() => findPython({ PYTHON: '/opt/py/bin/python' }, () => false)).toThrow('PYTHON is /opt/py/bin/python, which cannot import websockets.');
   });
 });

@@ -4,12 +4,16 @@ import { CONSOLE_PAGE, ConsoleAssets } from './console-assets';
 import { ConsoleEnabledGuard } from './console-enabled.guard';
 
 /**
- * What the page may load: its own files, WebSockets to any gateway the user names (the URL
- * field), nothing inline. Tool descriptions and frames are shown as text, never as HTML.
+ * What the page may load: its own files only, nothing inline, so the only code that ever runs
+ * is the console's (tool descriptions and frames are shown as text, never as HTML). It may
+ * connect to any gateway the user names in its URL field, over WebSocket and HTTP (the
+ * catalogue, LiteMCP calls): limiting connect-src would not protect anything, since no foreign
+ * script runs to misuse it, and a gateway's own origin check (ALLOWED_ORIGINS) decides whether
+ * it answers a page of this origin at all.
  */
 const PAGE_POLICY = [
   "default-src 'self'",
-  "connect-src 'self' ws: wss:",
+  "connect-src 'self' ws: wss: http: https:",
   "img-src 'self' data:",
   "object-src 'none'",
   "base-uri 'none'",

@@ -35,6 +35,41 @@ export interface UtcpWebSocketCallTemplate {
   auth?: UtcpApiKeyAuth;
 }
 
+/**
+ * The input every HTTP call template names as its `body_field`: `@utcp/http` sends that one
+ * argument as the request body and every other argument as a query parameter, so the manual
+ * wraps each tool's arguments in it (as UTCP's own OpenAPI converter does for a JSON body).
+ */
+export const HTTP_BODY_FIELD = 'body';
+
+/** A UTCP 1.x `http` call template (`@utcp/http`'s `HttpCallTemplateSchema`): one POST per call, JSON in and out. */
+export interface UtcpHttpCallTemplate {
+  call_template_type: 'http';
+  name: string;
+  url: string;
+  http_method: 'POST';
+  content_type: 'application/json';
+  body_field: typeof HTTP_BODY_FIELD;
+  auth?: UtcpApiKeyAuth;
+}
+
+/**
+ * A UTCP 1.x `sse` call template (`SseCallTemplateSchema`): one POST whose answer is an event
+ * stream. `reconnect` is off, since reconnecting would run the tool again; the JSON content
+ * type is a header because the Python plugin sends the body as JSON only when told so.
+ */
+export interface UtcpSseCallTemplate {
+  call_template_type: 'sse';
+  name: string;
+  url: string;
+  body_field: typeof HTTP_BODY_FIELD;
+  headers: { 'Content-Type': 'application/json' };
+  reconnect: false;
+  auth?: UtcpApiKeyAuth;
+}
+
+export type UtcpCallTemplate = UtcpWebSocketCallTemplate | UtcpHttpCallTemplate | UtcpSseCallTemplate;
+
 /** One tool of a UTCP 1.x manual. */
 export interface UtcpManualTool {
   name: string;
@@ -42,7 +77,7 @@ export interface UtcpManualTool {
   inputs: JsonSchema;
   outputs: JsonSchema;
   tags: string[];
-  tool_call_template: UtcpWebSocketCallTemplate;
+  tool_call_template: UtcpCallTemplate;
 }
 
 /** A UTCP 1.x manual: what `GET /utcp` and the discovery frames return. */
@@ -127,7 +162,7 @@ export function resultOf(outcome: Pick<ToolSuccess, 'value' | 'content'>): unkno
 }
 
 /** A value as a frame carries it: `undefined` has no JSON form, so it travels as `null`. */
-const asJson = (value: unknown): unknown => (value === undefined ? null : value);
+export const asJson = (value: unknown): unknown => (value === undefined ? null : value);
 
 /** A 0.1 `call`'s partial result, from a streaming tool. */
 export const partialResultFrame = (id: UtcpRequestId, value: unknown): UtcpServerFrame => ({
@@ -143,11 +178,14 @@ export function callAnswerFrame(id: UtcpRequestId, outcome: ToolOutcome, streame
   return { type: 'result', id, result: resultOf(outcome), ...(streamed ? { partial: false } : {}) };
 }
 
-/** A `tool_error` frame, as text: what a failure is on `/utcp/<tool>`, streaming or not. */
-export function toolErrorFrame(error: UtcpError): string {
+/** A `tool_error`: what a failure is on `/utcp/<tool>`, over WebSocket and HTTP alike. */
+export function toolErrorBody(error: UtcpError): UtcpToolFrame {
   const { message, ...rest } = error;
-  return JSON.stringify({ type: 'tool_error', error: message, ...rest } satisfies UtcpToolFrame);
+  return { type: 'tool_error', error: message, ...rest };
 }
+
+/** A `tool_error` frame, as text: what a failure is on `/utcp/<tool>`, streaming or not. */
+export const toolErrorFrame = (error: UtcpError): string => JSON.stringify(toolErrorBody(error));
 
 export const TOOL_AUTH_OK_FRAME = JSON.stringify({ type: 'auth_ok' } satisfies UtcpToolFrame);
 

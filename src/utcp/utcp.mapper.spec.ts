@@ -1,6 +1,6 @@
 import { defineTool } from '../../test/support/define-tool';
 import { resultOf } from './utcp.frames';
-import { ManualEndpoint, toUtcpManual, toUtcpTool } from './utcp.mapper';
+import { ManualEndpoint, toCallTemplate, toHttpInputs, toUtcpManual, toUtcpTool } from './utcp.mapper';
 
 const endpoint = (overrides: Partial<ManualEndpoint> = {}): ManualEndpoint => ({
   baseUrl: 'wss://tools.example.com/gw',
@@ -37,9 +37,8 @@ describe('UTCP manual mapping', () => {
   });
 
   it('accepts any JSON result when the tool declares no output schema, and waits out its time limit', () => {
-    const tool = toUtcpTool(defineTool({}), endpoint());
-    expect(tool.outputs).toEqual({});
-    expect(tool.tool_call_template.timeout).toBe(11);
+    expect(toUtcpTool(defineTool({}), endpoint()).outputs).toEqual({});
+    expect(toCallTemplate(defineTool({}), endpoint()).timeout).toBe(11);
   });
 
   it('points templates at the streaming form of each path when the manual was asked for streaming', () => {
@@ -63,6 +62,73 @@ describe('UTCP manual mapping', () => {
     expect(manual).toMatchObject({ utcp_version: '1.0.1', manual_version: '1.0.0' });
     expect(manual.tools.map((tool) => tool.name)).toEqual(['device.light.set', 'other']);
     expect(toUtcpManual([], endpoint()).tools).toEqual([]);
+  });
+
+  describe('with HTTP call templates', () => {
+    const http = (overrides: Partial<ManualEndpoint> = {}) =>
+      endpoint({ baseUrl: 'https://tools.example.com/gw', callTemplate: 'http', streaming: 'per-tool', ...overrides });
+    const countdown = defineTool({ name: 'countdown', tags: ['time', 'streaming'] });
+
+    it('posts the arguments as the JSON body named by the template, the only input the manual declares', () => {
+      expect(toUtcpTool(lights, http())).toEqual({
+        name: 'device.light.set',
+        description: 'Turns a light on or off',
+        inputs: {
+          type: 'object',
+          properties: { body: { description: expect.any(String), ...lights.inputSchema } },
+          required: ['body'],
+          additionalProperties: false,
+        },
+        outputs: lights.outputSchema,
+        tags: ['home'],
+        tool_call_template: {
+          call_template_type: 'http',
+          name: 'device_light_set',
+          url: 'https://tools.example.com/gw/utcp/device.light.set',
+          http_method: 'POST',
+          content_type: 'application/json',
+          body_field: 'body',
+        },
+      });
+    });
+
+    it('gives a streaming tool an sse template on the streaming path, one that never reconnects (that would run it again)', () => {
+      expect(toUtcpTool(countdown, http()).tool_call_template).toEqual({
+        call_template_type: 'sse',
+        name: 'countdown',
+        url: 'https://tools.example.com/gw/utcp/countdown?stream=true',
+        body_field: 'body',
+        headers: { 'Content-Type': 'application/json' },
+        reconnect: false,
+      });
+    });
+
+    it('streams every tool or none when the manual was asked so', () => {
+      expect(toUtcpTool(lights, http({ streaming: true })).tool_call_template.call_template_type).toBe('sse');
+      expect(toUtcpTool(countdown, http({ streaming: false })).tool_call_template).toMatchObject({
+        call_template_type: 'http',
+        url: 'https://tools.example.com/gw/utcp/countdown',
+      });
+    });
+
+    it('asks for the token through the same variable when auth is on', () => {
+      for (const tool of [lights, countdown]) {
+        expect(toUtcpTool(tool, http({ authRequired: true })).tool_call_template).toMatchObject({
+          auth: { auth_type: 'api_key', api_key: 'Bearer ${GATEWAY_TOKEN}', var_name: 'Authorization', location: 'header' },
+        });
+      }
+    });
+
+    it('keeps the definitions where references into them still resolve, and requires no body of a tool that requires nothing', () => {
+      const schema = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { at: { $ref: '#/$defs/time' } }, $defs: { time: { type: 'string' } } };
+      expect(toHttpInputs(schema)).toEqual({
+        $schema: schema.$schema,
+        type: 'object',
+        properties: { body: { description: expect.any(String), type: 'object', properties: { at: { $ref: '#/$defs/time' } } } },
+        additionalProperties: false,
+        $defs: { time: { type: 'string' } },
+      });
+    });
   });
 
   it('answers with the value, else the content blocks a tool made, else null', () => {

@@ -20,9 +20,15 @@ export const SPEC_VOLUME_TOOL = {
 };
 
 /**
- * The LLM gateway spec's JavaScript client (section 10.2), kept as written: callbacks in a
- * handler map, `sendText` resolving on the FIRST `llm_response`, `registerTools` on the first
- * `tools_registered`, `configure` fire-and-forget. Only `console.log` became `this.log`.
+ * The LLM gateway spec's JavaScript client (section 10.2): callbacks in a handler map,
+ * `sendText` resolving on the FIRST `llm_response`, `configure` fire-and-forget. Changed from
+ * the spec, and only this:
+ * - `onmessage` dispatches `tools_registered` to the handler `registerTools` installs (the two
+ *   lines marked below). As written, the spec's `onmessage` only logs that frame, so its
+ *   `registerTools()` never resolves and its usage example stops there. `asWritten: true`
+ *   leaves the two lines out, to show that.
+ * - `console.log` became `this.log`, types were added for TypeScript, and `ws` stands in for
+ *   the browser's `WebSocket` (same `onopen`/`onmessage`/`onerror`/`onclose` properties).
  */
 export class SpecJsClient {
   url: string;
@@ -32,7 +38,10 @@ export class SpecJsClient {
   clientTools: Map<string, Function>;
   log: unknown[][] = [];
 
-  constructor(url = 'ws://localhost:9400') {
+  constructor(
+    url = 'ws://localhost:9400',
+    private readonly options: { asWritten?: boolean } = {},
+  ) {
     this.url = url;
     this.ws = null;
     this.sessionId = null;
@@ -64,8 +73,9 @@ export class SpecJsClient {
           await this.handleToolCallback(msg);
         } else if (msg.type === 'tools_registered') {
           this.log.push([`Registered ${msg.count} tools`]);
-          const handler = this.messageHandlers.get('tools_registered');
-          if (handler) handler(msg);
+          if (this.options.asWritten) return;
+          const handler = this.messageHandlers.get('tools_registered'); // added: not in the spec
+          if (handler) handler(msg); // added: not in the spec
         } else if (msg.type === 'error') {
           const handler = this.messageHandlers.get('error');
           if (handler) handler(msg);
@@ -160,7 +170,8 @@ export class SpecJsClient {
 }
 
 /**
- * The LLM gateway spec's Python client (section 10.1), ported line for line: `recv()` reads the
+ * The LLM gateway spec's Python client (section 10.1), ported line for line to drive it from
+ * jest (the real one, unchanged, runs under python3: spec-python-client/): `recv()` reads the
  * next frame in order; `connect` reads exactly one frame; `register_tools` reads exactly one
  * frame and expects `tools_registered`; `send_text` loops until the first `llm_response`,
  * answering `tool_callback`s and raising on `error`; `configure` sends and reads nothing.

@@ -308,7 +308,10 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     return id;
   }
 
-  /** Resolves with the round trip in ms; rejects with PING_TIMEOUT when no `pong` comes in time. */
+  /**
+   * Resolves with the round trip in whole milliseconds (a timer's sub-millisecond digits say
+   * nothing over a network); rejects with PING_TIMEOUT when no `pong` comes in time.
+   */
   async ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<number> {
     const started = performance.now();
     const request = new PingRequest();
@@ -318,7 +321,7 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     );
     try {
       await this.request(request);
-      return performance.now() - started;
+      return Math.round(performance.now() - started);
     } finally {
       clearTimeout(timer);
     }

@@ -29,7 +29,8 @@ export class LlmGatewayError extends Error {
   constructor(
     readonly code: GatewayErrorCode | ClientErrorCode,
     message: string,
-    readonly details?: string,
+    /** What the gateway added: a string, or `{retry_after_s}` for RATE_LIMITED. */
+    readonly details?: ErrorFrame['details'],
     /** The gateway's `error` frame, when the gateway reported the failure. */
     readonly frame?: ErrorFrame,
   ) {

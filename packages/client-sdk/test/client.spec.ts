@@ -341,7 +341,9 @@ describe('LlmGatewayClient', () => {
       const ping = client.ping();
       expect(await connection.next()).toEqual({ type: 'ping' });
       connection.send({ type: 'pong' });
-      expect(await ping).toBeGreaterThanOrEqual(0);
+      const roundTrip = await ping;
+      expect(roundTrip).toBeGreaterThanOrEqual(0);
+      expect(Number.isInteger(roundTrip)).toBe(true);
 
       const late = rejection(client.ping(50));
       expect((await late).code).toBe('PING_TIMEOUT');

@@ -2,9 +2,10 @@ import { LlmGatewayClient } from './sdk/index.js';
 import { setupCatalogue } from './catalogue.js';
 import { setupChat } from './chat.js';
 import { setupDeviceTools } from './device-tools.js';
-import { $, bearer, httpOriginOf } from './dom.js';
+import { $, httpOriginOf } from './dom.js';
 import { meaningOf } from './error-codes.js';
 import { setupFrameLog } from './frame-log.js';
+import { whyNotConnected } from './reachability.js';
 
 /**
  * @typedef {import('./sdk/index.js').LlmGatewayClient} Client
@@ -38,7 +39,11 @@ const stateOutput = $('#connection-state');
 const problem = $('#connection-problem');
 const disconnectButton = $('#disconnect');
 
-urlInput.value = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
+/**
+ * The gateway this page serves, unless the page was opened as `/?gateway=ws://other:9400/` to
+ * talk to another one (that gateway must allow this page's origin: its ALLOWED_ORIGINS).
+ */
+urlInput.value = new URLSearchParams(location.search).get('gateway') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
 
 /** Where the views read and call tools: the HTTP side of the gateway the URL names. */
 const gateway = () => ({ origin: httpOriginOf(urlInput.value), token: tokenInput.value.trim() });
@@ -60,10 +65,12 @@ function showState(state) {
   if (state === 'closed') views.forEach((view) => view.disconnected());
 }
 
-/** @param {string} [text] */
-function showProblem(text) {
+/** @param {string} [text] @param {string} [reason] what kind of problem, for people skimming and for tests */
+function showProblem(text, reason) {
   problem.textContent = text ?? '';
   problem.hidden = !text;
+  if (reason) problem.dataset.reason = reason;
+  else delete problem.dataset.reason;
 }
 
 async function disconnect() {
@@ -74,22 +81,6 @@ async function disconnect() {
   unsubscribe = [];
   views.forEach((view) => view.disconnected());
   showState('idle');
-}
-
-/**
- * Browsers hide why a WebSocket upgrade failed; the catalogue route has the same bearer check,
- * so its status tells a refused token from an unreachable gateway.
- */
-async function whyRefused() {
-  const { origin, token } = gateway();
-  try {
-    const response = await fetch(`${origin}/tools`, { headers: bearer(token) });
-    if (response.status === 401) return `UNAUTHORIZED (HTTP 401): ${meaningOf('UNAUTHORIZED')}`;
-    if (response.status === 403) return `FORBIDDEN (HTTP 403): ${meaningOf('FORBIDDEN')}`;
-  } catch {
-    // the gateway is not reachable over HTTP either; the connection error says enough
-  }
-  return undefined;
 }
 
 async function connect() {
@@ -113,7 +104,14 @@ async function connect() {
   } catch (error) {
     if (client !== next) return;
     const { code, message } = /** @type {any} */ (error);
-    showProblem([message, meaningOf(code), await whyRefused()].filter(Boolean).join(' '));
+    // The socket opened but no session came: the gateway is there, the probe would tell nothing.
+    if (code !== 'CONNECT_FAILED' || /^No session/.test(message)) {
+      showProblem([message, meaningOf(code)].filter(Boolean).join(' '), 'session');
+      return;
+    }
+    const { origin, token } = gateway();
+    const why = await whyNotConnected(origin, token);
+    if (client === next) showProblem(`${message} ${why.text}`, why.reason);
   }
 }
 

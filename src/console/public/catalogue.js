@@ -1,5 +1,6 @@
 import { $, bearer, el, pretty } from './dom.js';
 import { meaningOf } from './error-codes.js';
+import { whyNotConnected } from './reachability.js';
 
 /**
  * @typedef {{name: string, description: string, source: string, tags: string[], inputSchema: Record<string, any>,
@@ -76,8 +77,13 @@ const CALLERS = {
       const limitMs = tool.timeoutMs + UTCP_GRACE_MS;
       const limit = setTimeout(() => finish(new Error(`No UTCP answer within ${limitMs} ms`)), limitMs);
       socket.onopen = () => socket.send(JSON.stringify({ type: 'call', id, tool: tool.name, params: args }));
-      socket.onclose = (event) =>
-        finish(new Error(`The UTCP connection closed before an answer (${event.code}${event.code === 1006 ? ': unreachable, or the token was refused' : ''})`));
+      let opened = false;
+      socket.addEventListener('open', () => (opened = true));
+      socket.onclose = (event) => {
+        const closed = `The UTCP connection closed before an answer (${event.code})`;
+        if (opened) finish(new Error(closed));
+        else void whyNotConnected(gateway.origin, gateway.token).then((why) => finish(new Error(`${closed}. ${why.text}`)));
+      };
       socket.onmessage = (event) => {
         const frame = JSON.parse(event.data);
         if (frame.id !== id) return;
@@ -90,7 +96,7 @@ const CALLERS = {
           finish({ ok: true, status: 'result', items: pieces, body: frames });
         } else {
           const { code, message } = frame.error ?? {};
-          finish({ ok: false, status: `error ${code}`, items: [...pieces, `${code}: ${message}`, meaningOf(code)].filter(Boolean), body: frames });
+          finish({ ok: false, status: `error ${code}`, items: [...pieces, `${code}: ${message}`, meaningOf(code, 'direct')].filter(Boolean), body: frames });
         }
       };
     }),

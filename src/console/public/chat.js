@@ -114,7 +114,7 @@ export function setupChat() {
   $('#session-new').addEventListener('click', () => client?.startSession().catch(showUnlessFrame));
   $('#session-end').addEventListener('click', () => client?.endSession().catch(showUnlessFrame));
   $('#ping').addEventListener('click', () =>
-    client?.ping().then((ms) => note(`pong in ${ms.toFixed(1)} ms`), showUnlessFrame),
+    client?.ping().then((ms) => note(`pong in ${ms} ms`), showUnlessFrame),
   );
   resumeForm.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();

@@ -16,10 +16,11 @@ const MEANINGS = {
   TOOL_EXECUTION_FAILED: 'The tool ran and failed, or ran past its time limit; the model was told why.',
   INTERNAL_ERROR: 'Something unexpected failed in the gateway; its log has the details.',
   UNAUTHORIZED: 'The gateway needs a token: enter one of its AUTH_TOKENS.',
-  FORBIDDEN: 'The gateway refused this token.',
+  FORBIDDEN: 'The gateway refused this token, or the token may not do this (AUTH_TOKENS_FILE).',
   NOT_FOUND: 'The gateway has nothing at that path.',
   TOOL_UNAVAILABLE: 'The tool\'s upstream server cannot be reached right now.',
   TOOL_TIMEOUT: 'The tool ran past its time limit.',
+  RATE_LIMITED: 'This token\'s rate limit (AUTH_TOKENS_FILE) is spent: wait details.retry_after_s seconds.',
   CONNECT_FAILED: 'No connection: the gateway is unreachable, refused the token, or gave no session.',
   NOT_CONNECTED: 'Connect first.',
   CONNECTION_LOST: 'The connection dropped while the request was on its way; it may or may not have run.',
@@ -30,5 +31,20 @@ const MEANINGS = {
   INVALID_INPUT: 'The console refused the value before sending it.',
 };
 
-/** @param {string} code */
-export const meaningOf = (code) => MEANINGS[code] ?? '';
+/**
+ * What a code means when the console called a tool itself (the catalogue's form): no model is
+ * involved, so nothing was "told" to one, and the arguments are the reader's own.
+ * @type {Record<string, string>}
+ */
+const DIRECT_CALL_MEANINGS = {
+  TOOL_EXECUTION_FAILED: 'The tool ran and failed; the message above is its own.',
+  TOOL_TIMEOUT: 'The tool ran past its time limit (timeoutMs in the catalogue) and was stopped.',
+  TOOL_NOT_FOUND: 'The gateway has no tool by that name any more: refresh the catalogue.',
+  INVALID_TOOL_PARAMETERS: 'The arguments break the tool\'s input schema (shown above): fix them and call again.',
+};
+
+/**
+ * @param {string} code
+ * @param {'turn' | 'direct'} [during] a model's turn (the chat), or a call the console made itself
+ */
+export const meaningOf = (code, during = 'turn') => (during === 'direct' ? DIRECT_CALL_MEANINGS[code] : undefined) ?? MEANINGS[code] ?? '';

@@ -31,6 +31,8 @@ export const GATEWAY_ERROR_CODES = [
   'FORBIDDEN',
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_VERSION',
+  /** A token's rate limit (tokens file) is spent: `details.retry_after_s` says when to try again. */
+  'RATE_LIMITED',
 ] as const;
 
 export type GatewayErrorCode = (typeof GATEWAY_ERROR_CODES)[number];

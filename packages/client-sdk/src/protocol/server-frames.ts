@@ -95,7 +95,8 @@ export interface ErrorFrame extends TurnFrame {
   type: 'error';
   code: GatewayErrorCode;
   message: string;
-  details?: string;
+  /** A string for most codes; `{retry_after_s}` (seconds to wait) for RATE_LIMITED. */
+  details?: string | { retry_after_s: number };
   timestamp: string;
 }
 

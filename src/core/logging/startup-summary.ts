@@ -1,0 +1,83 @@
+import type { AddressInfo } from 'net';
+import { GatewayConfig, hasTokens } from '../../config/gateway-config';
+
+/** Query parameters whose values are secrets wherever they appear in a URL. */
+const SECRET_PARAMETER = /key|token|secret|password|passwd|auth|signature/i;
+
+/**
+ * A URL fit for a log: user name and password replaced by `***`, and so are the values of
+ * query parameters named like secrets. What is not a URL is returned as it is.
+ */
+export function redactUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return text;
+  }
+  if (url.username) url.username = '***';
+  if (url.password) url.password = '***';
+  for (const name of [...url.searchParams.keys()]) {
+    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, '***');
+  }
+  return url.toString();
+}
+
+/**
+ * The host to put in URLs a person can open: a wildcard bind (`0.0.0.0`, `::`) is reachable
+ * as localhost from the machine itself; IPv6 literals need brackets.
+ */
+function hostForUrls(host: string): string {
+  if (host === '0.0.0.0' || host === '::' || host === '') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/**
+ * What an operator needs at a glance once the gateway listens: where each protocol and the
+ * console are, which model it talks to, whether auth is on, where sessions live. One line
+ * each; secrets never appear (the model server's and Redis's credentials are redacted, the
+ * generated MCP token is only said to exist: it is shown once on its own, see mcp-realm.ts).
+ * The first line, `Listening on host:port`, is what scripts and tests wait for.
+ */
+export function startupSummary(config: GatewayConfig, address: AddressInfo): string[] {
+  const host = hostForUrls(config.server.host);
+  const http = `http://${host}:${address.port}`;
+  const ws = `ws://${host}:${address.port}`;
+  const { mcp, llm, auth, session } = config;
+  const lines = [`Listening on ${config.server.host}:${address.port}`];
+  lines.push(config.console.enabled ? `Web console: ${http}/` : 'Web console: off (CONSOLE_ENABLED=false)');
+  lines.push(`LLM gateway: ${ws}/ (and ${ws}/llm)`);
+  if (mcp.enabled) {
+    const dedicated = mcp.ws.port === 0 ? '' : `; WebSocket also on ws://${hostForUrls(mcp.ws.host)}:${mcp.ws.port}/`;
+    lines.push(`MCP: ${http}/mcp (Streamable HTTP) and ${ws}/mcp (WebSocket)${dedicated}`);
+  } else {
+    lines.push('MCP: off (MCP_ENABLED=false)');
+  }
+  lines.push(`LiteMCP: ${ws}/litemcp/<tool> (WebSocket, HTTP GET and POST)`);
+  lines.push(`UTCP: ${http}/utcp (manual), ${ws}/utcp (provider), ${ws}/utcp/<tool>`);
+  lines.push(`Tool catalogue: ${http}/tools; health: ${http}/health`);
+  lines.push(`Model: ${llm.model} at ${redactUrl(llm.baseUrl)}${llm.apiKey ? ' (with LLM_API_KEY)' : ''}`);
+  lines.push(`Auth: ${authLine(config)}`);
+  lines.push(
+    session.redisUrl === undefined
+      ? 'Sessions: in memory (lost on restart; REDIS_URL to share and keep them)'
+      : `Sessions: in Redis at ${redactUrl(session.redisUrl)} (prefix ${session.redisKeyPrefix})`,
+  );
+  if (auth.allowedOrigins.length > 0) lines.push(`Pages of other sites allowed: ${auth.allowedOrigins.join(', ')}`);
+  return lines;
+}
+
+function authLine({ auth, mcp }: GatewayConfig): string {
+  const named = auth.tokensFile === undefined ? '' : `${auth.tokens.length > 0 ? ', ' : ''}named tokens in AUTH_TOKENS_FILE`;
+  const shared =
+    !hasTokens(auth)
+      ? 'off (AUTH_TOKENS is empty: anyone who reaches the port may use every protocol but MCP)'
+      : `on (${auth.tokens.length > 0 ? `${auth.tokens.length} token${auth.tokens.length === 1 ? '' : 's'} in AUTH_TOKENS` : ''}${named})`;
+  if (!mcp.enabled) return shared;
+  const configured = [mcp.ws.authToken ? 'MCP_WS_AUTH_TOKEN' : '', auth.tokens.length > 0 ? 'AUTH_TOKENS' : '', auth.tokensFile ? 'AUTH_TOKENS_FILE' : ''].filter(Boolean);
+  let mcpTokens: string;
+  if (configured.length > 0) mcpTokens = configured.join(' and ');
+  else if (mcp.ws.authTokenFile) mcpTokens = `a token generated for this run, in ${mcp.ws.authTokenFile}`;
+  else mcpTokens = 'a token generated for this run, shown once on stderr';
+  return `${shared}; MCP always needs a token: ${mcpTokens}`;
+}

@@ -1,0 +1,69 @@
+import { Controller, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
+import type { Request, Response } from 'express';
+import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import { httpStatusOf } from '../core/errors/describe-exception';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { ToolOutcome } from '../core/tools/tool-definition';
+import { httpArgumentsOf } from './http-arguments';
+import { STREAM_PARAMETER_PROBLEM, streamParameter } from './request-endpoint';
+import { ToolEventStream } from './tool-event-stream';
+import { errorOf, resultOf, toolErrorBody } from './utcp.frames';
+import { UtcpService } from './utcp.service';
+
+/**
+ * One tool per path over HTTP, `POST /utcp/<tool>`, where the manual's `http` and `sse` call
+ * templates (`GET /utcp?call_template=http`) point: the JSON body is the call's arguments (the
+ * templates name it as their `body_field`), the answer the result as JSON (200), or with
+ * `?stream=true` an event stream (see {@link ToolEventStream}).
+ *
+ * Failures are `{"type":"tool_error","error","code"}`, the WebSocket path's frame, with the
+ * status of their code: 400 bad arguments or body, 401/403 auth, 404 unknown tool, 413 body too
+ * large, 500 the tool failed, 503 its upstream is down, 504 it timed out. Those raised here go
+ * through the HTTP exception filter, in the format `UtcpModule` registers for `/utcp/`.
+ *
+ * A client that goes away stops its call: the tool's signal aborts and a streaming tool's
+ * generator is closed.
+ */
+@Controller('utcp')
+@GatewayProtocol('utcp')
+@UseGuards(BearerAuthGuard)
+export class UtcpToolController {
+  constructor(private readonly utcp: UtcpService) {}
+
+  @Post(':tool')
+  async call(@Param('tool') toolName: string, @Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
+    const streaming = streamParameter(request.url);
+    if (streaming === undefined) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, STREAM_PARAMETER_PROBLEM);
+    if (!this.utcp.serves(toolName, request.principal)) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
+    const args = httpArgumentsOf(request);
+
+    const caller = new AbortController();
+    response.once('close', () => {
+      if (!response.writableFinished) caller.abort(new DOMException('The client went away', 'AbortError'));
+    });
+    const stream = streaming ? new ToolEventStream(response) : undefined;
+    const outcome = await this.utcp.callOverHttp(toolName, args, {
+      principal: request.principal,
+      signal: caller.signal,
+      onPartial: stream && ((value) => stream.result(value)),
+    });
+    if (caller.signal.aborted) return;
+    if (stream?.started) {
+      if (outcome.ok) stream.result(resultOf(outcome));
+      else stream.failure(errorOf(outcome));
+      stream.end();
+    } else if (stream && outcome.ok) {
+      stream.result(resultOf(outcome));
+      stream.end();
+    } else {
+      answerWithJson(response, outcome);
+    }
+  }
+}
+
+/** A call's outcome as one JSON answer: the result, or a `tool_error` with its code's status. */
+function answerWithJson(response: Response, outcome: ToolOutcome): void {
+  if (outcome.ok) response.status(200).json(resultOf(outcome));
+  else response.status(httpStatusOf(outcome.code)).json(toolErrorBody(errorOf(outcome)));
+}
