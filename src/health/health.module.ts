@@ -1,12 +1,17 @@
 import { Inject, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { SESSION_STORE, SessionStore } from '../core/session/session-store';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { HealthController } from './health.controller';
 import { HealthService } from './health.service';
+import { ModelServerProbe } from './model-server.probe';
+import { ReadinessIndicators } from './readiness.indicators';
 
 @Module({
+  // Readiness failures are answered to the prober; the model probe logs its own changes of state.
+  imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController],
-  providers: [HealthService],
+  providers: [HealthService, ModelServerProbe, ReadinessIndicators],
   exports: [HealthService],
 })
 export class HealthModule {

@@ -27,6 +27,11 @@ export class HealthService implements BeforeApplicationShutdown {
     this.indicators.set(name, indicator);
   }
 
+  /** Whether shutdown has begun. */
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
   /** From here on `/health` answers 503, so load balancers stop sending new clients. */
   beforeApplicationShutdown(): void {
     this.shuttingDown = true;

@@ -1,12 +1,22 @@
-import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, ForbiddenException, Injectable, Optional, UnauthorizedException } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
+import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { ConnectionRegistry } from '../ws/connection-registry';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { AccessTokenService, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
+import { gatewayProtocolOf, requiresFullAccess } from './gateway-protocol.decorator';
+import { hasFullAccess, protocolRefusal } from './grant';
 
 /** An HTTP request after {@link BearerAuthGuard} let it through. */
 export interface AuthenticatedRequest extends IncomingMessage {
   principal?: string;
+}
+
+/** Why a principal may not open a connection of `protocol` now; `undefined` when it may. */
+export interface AdmissionRefusal {
+  status: 403 | 429;
+  reason: string;
 }
 
 /**
@@ -14,6 +24,10 @@ export interface AuthenticatedRequest extends IncomingMessage {
  * - at a WebSocket upgrade (`upgradeGuards`), so a refused client gets 401/403 and no socket,
  *   and the connection starts with its principal, which its frames only read;
  * - on HTTP routes (`@UseGuards`), answering 401/403.
+ *
+ * A named token of the tokens file is also held to its `protocols` (403 at the upgrade or on the
+ * controller marked `@GatewayProtocol`) and to its `max_connections` (429 at the upgrade: it is
+ * the client's own quota, not the server being full).
  *
  * It checks the shared realm; a protocol with a realm of its own extends it and overrides
  * {@link realm} (see `AccessTokenService.defineRealm`).
@@ -23,7 +37,10 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   /** The token realm this guard checks. */
   protected readonly realm: string = SHARED_REALM;
 
-  constructor(protected readonly tokens: AccessTokenService) {}
+  constructor(
+    protected readonly tokens: AccessTokenService,
+    @Optional() protected readonly connections?: ConnectionRegistry,
+  ) {}
 
   canUpgrade(context: UpgradeContext): void {
     const result = this.tokens.authenticate(readBearerToken(context.request), this.realm);
@@ -31,6 +48,8 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
       const headers: Record<string, string> = result.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {};
       throw new UpgradeRefusedException(result.status, result.reason, headers);
     }
+    const refusal = this.admissionRefusal(result.principal, context.protocol);
+    if (refusal) throw new UpgradeRefusedException(refusal.status, refusal.reason);
     context.principal = result.principal;
   }
 
@@ -40,7 +59,32 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
     if (!result.ok) {
       throw result.status === 401 ? new UnauthorizedException(result.reason) : new ForbiddenException(result.reason);
     }
+    const protocol = gatewayProtocolOf(context.getClass());
+    const refusal = protocol === undefined ? undefined : protocolRefusal(this.tokens.grantOf(result.principal), protocol);
+    if (refusal) throw new ForbiddenException(refusal);
+    if (requiresFullAccess(context.getClass()) && !hasFullAccess(this.tokens.grantOf(result.principal))) {
+      throw new ForbiddenException('This route needs a token with full access (AUTH_TOKENS, or a tokens-file entry without tools, protocols or llm: false)');
+    }
     request.principal = result.principal;
     return true;
+  }
+
+  /**
+   * Whether `principal` may open one more connection of `protocol`: its token's `protocols` and
+   * `max_connections` (counted over every protocol's open connections of that principal).
+   */
+  admissionRefusal(principal: string, protocol: string): AdmissionRefusal | undefined {
+    const grant = this.tokens.grantOf(principal);
+    const refused = protocolRefusal(grant, protocol);
+    if (refused) return { status: 403, reason: refused };
+    if (grant.maxConnections === undefined || !this.connections) return undefined;
+    if (this.connections.countPrincipal(principal) < grant.maxConnections) return undefined;
+    return { status: 429, reason: `Too many connections for token "${grant.name}": at most ${grant.maxConnections} at once (max_connections)` };
+  }
+
+  /** {@link admissionRefusal} for a connection that authenticates with a frame: thrown in the gateway's error vocabulary. */
+  protected admitByFrame(principal: string, protocol: string): void {
+    const refusal = this.admissionRefusal(principal, protocol);
+    if (refusal) throw new GatewayError(GatewayErrorCode.FORBIDDEN, refusal.reason);
   }
 }

@@ -17,7 +17,11 @@ describe('DeferrableBearerAuthGuard', () => {
   };
 
   /** A connection that came in as the upgrade left it. */
-  const connectionAfter = (context: UpgradeContext) => ({ principal: context.principal }) as GatewayConnection;
+  const connectionAfter = (context: UpgradeContext) => {
+    const connection = { principal: context.principal } as GatewayConnection;
+    connection.authenticate = (principal) => void (connection.principal = principal);
+    return connection;
+  };
 
   describe('at the upgrade', () => {
     it('lets a client that offers no credential in, unauthenticated', () => {

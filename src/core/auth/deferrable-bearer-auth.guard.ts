@@ -29,6 +29,8 @@ export class DeferrableBearerAuthGuard extends BearerAuthGuard {
     if (!result.ok) {
       throw new GatewayError(result.status === 401 ? GatewayErrorCode.UNAUTHORIZED : GatewayErrorCode.FORBIDDEN, result.reason);
     }
-    connection.principal = result.principal;
+    this.admitByFrame(result.principal, connection.protocol);
+    const refusal = connection.authenticate(result.principal);
+    if (refusal !== undefined) throw new GatewayError(GatewayErrorCode.FORBIDDEN, refusal);
   }
 }

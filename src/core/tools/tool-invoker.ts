@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { GatewayError } from '../errors/gateway-error';
-import { isPromise, MaybePromise } from '../maybe-promise';
+import { isPromise, MaybePromise, thenMaybe } from '../maybe-promise';
 import { FRAME_MAX_DEPTH, withinDepth } from '../validation/frame-schema';
 import { DeadlineSweep, Expiring } from './deadline-sweep';
 import type { ArgumentsValidator } from './json-schema';
@@ -23,6 +23,8 @@ export interface Cancellation {
 }
 
 export interface InvokeOptions extends ToolCallOptions {
+  /** The protocol the call came by (`llm`, `mcp`...), for the metrics, the audit log and traces. */
+  protocol?: string;
   /** Each partial result of a streaming tool, as it comes; never called after the outcome. */
   onPartial?: (value: unknown) => void;
   cancellation?: Cancellation;
@@ -39,6 +41,27 @@ export interface PreparedToolCall {
   readonly args: unknown;
   /** Why the call cannot run (unknown tool, bad arguments); it then ends in this failure. */
   readonly problem?: { code: ToolFailureCode; message: string };
+}
+
+/**
+ * Hears every finished call (the metrics): the tool, when the catalogue knows it; `ran` when its
+ * handler was reached (not for an unknown tool or invalid arguments).
+ */
+export type ToolCallObserver = (tool: ToolDefinition | undefined, protocol: string | undefined, outcome: ToolOutcome, ran: boolean) => void;
+
+/** One call as a watcher follows it, from just before its handler runs to its outcome. */
+export interface ToolCallWatch {
+  /** Runs the call inside the watch (a trace span's context, so the handler's own calls are its children). */
+  within?<T>(run: () => T): T;
+  ended(outcome: ToolOutcome): void;
+}
+
+/**
+ * Follows every call of every protocol from its start (the audit log and traces hook in here);
+ * `undefined` from {@link started} means it does not follow this call.
+ */
+export interface ToolCallWatcher {
+  started(call: PreparedToolCall, options: InvokeOptions): ToolCallWatch | undefined;
 }
 
 class ToolTimeoutSignal extends Error {}
@@ -85,15 +108,17 @@ export function checkArguments(entry: CatalogueEntry, args: unknown): string | u
  */
 export class ToolInvoker {
   private readonly deadlines = new DeadlineSweep();
+  private readonly watchers: ToolCallWatcher[] = [];
 
   constructor(
-    private readonly lookup: (name: string, connectionId?: string) => CatalogueEntry | undefined,
+    private readonly lookup: (name: string, connectionId?: string, principal?: string) => CatalogueEntry | undefined,
     private readonly logger: Logger,
+    private readonly observe?: ToolCallObserver,
   ) {}
 
-  /** Looks the tool up as `connectionId` sees it and checks the arguments, once. */
-  prepare(name: string, rawArgs: unknown, connectionId?: string): PreparedToolCall {
-    const entry = this.lookup(name, connectionId);
+  /** Looks the tool up as `connectionId` and `principal` see it and checks the arguments, once. */
+  prepare(name: string, rawArgs: unknown, connectionId?: string, principal?: string): PreparedToolCall {
+    const entry = this.lookup(name, connectionId, principal);
     const args = rawArgs ?? {};
     if (!entry) return { name, args, problem: { code: 'TOOL_NOT_FOUND', message: `Unknown tool "${name}"` } };
     const problem = checkArguments(entry, args);
@@ -103,11 +128,61 @@ export class ToolInvoker {
 
   /** Looks the tool up, checks the arguments and runs it. */
   invoke(name: string, args: unknown, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
-    return this.run(this.prepare(name, args, options.connectionId), options);
+    return this.run(this.prepare(name, args, options.connectionId, options.principal), options);
+  }
+
+  /** Adds a watcher of every call from now on. */
+  watch(watcher: ToolCallWatcher): void {
+    this.watchers.push(watcher);
   }
 
   /** Runs a prepared call: its outcome at once when the handler answered synchronously. */
   run(prepared: PreparedToolCall, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
+    const outcome = this.watchers.length === 0 ? this.execute(prepared, options) : this.watched(prepared, options);
+    const observe = this.observe;
+    if (!observe) return outcome;
+    const tool = prepared.entry?.tool;
+    const ran = prepared.problem === undefined && tool !== undefined;
+    if (!isPromise(outcome)) {
+      observe(tool, options.protocol, outcome, ran);
+      return outcome;
+    }
+    return outcome.then((settled) => {
+      observe(tool, options.protocol, settled, ran);
+      return settled;
+    });
+  }
+
+  /** {@link execute}, told to the watchers; a watcher that throws is logged and does not change the outcome. */
+  private watched(prepared: PreparedToolCall, options: InvokeOptions): MaybePromise<ToolOutcome> {
+    const watches: ToolCallWatch[] = [];
+    for (const watcher of this.watchers) {
+      try {
+        const watch = watcher.started(prepared, options);
+        if (watch) watches.push(watch);
+      } catch (error) {
+        this.logger.error(`A tool call watcher failed: ${(error as Error)?.stack ?? error}`);
+      }
+    }
+    let run = (): MaybePromise<ToolOutcome> => this.execute(prepared, options);
+    for (const watch of watches) {
+      if (!watch.within) continue;
+      const inner = run;
+      run = () => watch.within!(inner);
+    }
+    return thenMaybe(run(), (outcome) => {
+      for (const watch of watches) {
+        try {
+          watch.ended(outcome);
+        } catch (error) {
+          this.logger.error(`A tool call watcher failed: ${(error as Error)?.stack ?? error}`);
+        }
+      }
+      return outcome;
+    });
+  }
+
+  private execute(prepared: PreparedToolCall, options: InvokeOptions): MaybePromise<ToolOutcome> {
     const started = performance.now();
     const { entry, problem } = prepared;
     if (problem || !entry) return failure(problem?.code ?? 'TOOL_NOT_FOUND', problem?.message ?? `Unknown tool "${prepared.name}"`, started);

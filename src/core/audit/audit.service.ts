@@ -1,0 +1,149 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import type { ToolOutcome } from '../tools/tool-definition';
+import type { InvokeOptions, PreparedToolCall, ToolCallWatch, ToolCallWatcher } from '../tools/tool-invoker';
+import { ToolRegistryService } from '../tools/tool-registry.service';
+import { clipForAudit } from './audit-clip';
+import { PrincipalLike, principalLabel } from './principal-label';
+
+/** The logger context of every audit line, so operators can route them apart from the rest. */
+export const AUDIT_LOG_CONTEXT = 'Audit';
+
+/** One tool call, whatever the protocol and the tool's source. */
+export interface ToolCallAuditLine {
+  event: 'tool_call';
+  /** The token's name, or a non-secret label of it (see {@link principalLabel}). */
+  token: string;
+  /** `llm`, `mcp`, `litemcp`, `utcp`; `internal` for calls made in-process (a module's own code). */
+  protocol: string;
+  tool: string;
+  /** `builtin`, `module`, `mcp:<server>` or `client:<connection>`; absent for a tool the catalogue lacks. */
+  source?: string;
+  /** `ok`, or the failure's code. */
+  outcome: string;
+  duration_ms: number;
+  turn_id?: string;
+  session_id?: string;
+  connection_id?: string;
+  /** With `AUDIT_LOG_ARGUMENTS` only, clipped. */
+  arguments?: string;
+  /** With `AUDIT_LOG_ARGUMENTS` only, clipped: the value, or the failure's message. */
+  result?: string;
+}
+
+/** One LLM-gateway turn, from its `text_input` to its `status: idle`. */
+export interface TurnAuditLine {
+  event: 'turn';
+  token: string;
+  protocol: 'llm';
+  turn_id: string;
+  session_id?: string;
+  /** `ok` (answered), `cancelled` (by the client), `aborted` (the connection closed) or the error's code. */
+  outcome: string;
+  duration_ms: number;
+  /** Tool calls the model made in the turn (each has its own line). */
+  tool_calls: number;
+  /** With `AUDIT_LOG_ARGUMENTS` only, clipped: what the user said, and the answer. */
+  input?: string;
+  answer?: string;
+}
+
+/** What the turn service tells about a turn that has ended. */
+export interface TurnRecord {
+  principal: PrincipalLike;
+  turnId: string;
+  sessionId?: string;
+  outcome: string;
+  durationMs: number;
+  toolCalls: number;
+  input: string;
+  answer?: string;
+}
+
+const roundMs = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** `key=value` pairs for the text log format, values quoted when they need it. */
+function asText(line: object): string {
+  return Object.entries(line)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${key}=${typeof value === 'string' && !/[\s"=]/.test(value) ? value : JSON.stringify(value)}`)
+    .join(' ');
+}
+
+/**
+ * The audit log: one line per tool call (every protocol, every source: server tools, upstream
+ * MCP tools, device tools) and one per LLM turn, under the logger context `Audit`, at INFO.
+ * It hooks the two points every call and turn pass (the tool invoker, the turn service), so no
+ * protocol can forget it. Arguments, results, what the user said and the answer are personal
+ * data: they are written only with `AUDIT_LOG_ARGUMENTS=true`, and clipped even then. With
+ * `AUDIT_LOG=false`, or a log level above INFO, nothing is built at all.
+ */
+@Injectable()
+export class AuditService implements ToolCallWatcher, OnModuleInit {
+  private readonly logger = new Logger(AUDIT_LOG_CONTEXT);
+  /** Whether lines are written: audit on, and INFO lines let through. */
+  readonly enabled: boolean;
+  private readonly withArguments: boolean;
+  private readonly json: boolean;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    private readonly registry: ToolRegistryService,
+  ) {
+    this.enabled = config.audit.enabled && config.server.logLevels.includes('log');
+    this.withArguments = config.audit.withArguments;
+    this.json = config.server.logFormat === 'json';
+  }
+
+  onModuleInit(): void {
+    if (this.enabled) this.registry.watch(this);
+  }
+
+  started(call: PreparedToolCall, options: InvokeOptions): ToolCallWatch {
+    return { ended: (outcome) => this.toolCall(call, options, outcome) };
+  }
+
+  /** Writes a turn's line. */
+  turn(record: TurnRecord): void {
+    if (!this.enabled) return;
+    const line: TurnAuditLine = {
+      event: 'turn',
+      token: principalLabel(record.principal),
+      protocol: 'llm',
+      turn_id: record.turnId,
+      session_id: record.sessionId,
+      outcome: record.outcome,
+      duration_ms: roundMs(record.durationMs),
+      tool_calls: record.toolCalls,
+    };
+    if (this.withArguments) {
+      line.input = clipForAudit(record.input);
+      if (record.answer !== undefined) line.answer = clipForAudit(record.answer);
+    }
+    this.write(line);
+  }
+
+  private toolCall(call: PreparedToolCall, options: InvokeOptions, outcome: ToolOutcome): void {
+    const line: ToolCallAuditLine = {
+      event: 'tool_call',
+      token: principalLabel(options.principal),
+      protocol: options.protocol ?? 'internal',
+      tool: call.name,
+      source: call.entry?.tool.source,
+      outcome: outcome.ok ? 'ok' : outcome.code,
+      duration_ms: roundMs(outcome.durationMs),
+      turn_id: options.turnId,
+      session_id: options.sessionId,
+      connection_id: options.connectionId,
+    };
+    if (this.withArguments) {
+      line.arguments = clipForAudit(call.args);
+      line.result = clipForAudit(outcome.ok ? outcome.value : outcome.message);
+    }
+    this.write(line);
+  }
+
+  private write(line: ToolCallAuditLine | TurnAuditLine): void {
+    this.logger.log(this.json ? line : asText(line));
+  }
+}

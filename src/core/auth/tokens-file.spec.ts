@@ -1,0 +1,159 @@
+import { Logger } from '@nestjs/common';
+import { createHash } from 'crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import { loadGatewayConfig } from '../../config/gateway-config';
+import { AccessTokenService } from './access-token.service';
+import { FULL_ACCESS, NO_ACCESS } from './grant';
+import { parseTokensFile, TokensFileError } from './tokens-file';
+import { toolMatcher } from './tool-pattern';
+
+const problemsOf = (text: string): string[] => {
+  try {
+    parseTokensFile(text, 'tokens.yaml');
+  } catch (error) {
+    if (error instanceof TokensFileError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+describe('toolMatcher', () => {
+  it('matches names and globs where * is any run of characters, dots included, and nothing else is special', () => {
+    const matches = toolMatcher(['get_*', 'device.*', 'calculator']);
+    expect(['get_current_time', 'get_', 'device.light.set', 'calculator'].every(matches)).toBe(true);
+    expect(['calculator2', 'xget_time', 'device', 'devicex.y', 'set_response_language'].some(matches)).toBe(false);
+    expect(toolMatcher(['a.b'])('aXb')).toBe(false);
+    expect(toolMatcher([])('anything')).toBe(false);
+  });
+});
+
+describe('parseTokensFile', () => {
+  it('reads YAML and JSON, with absent keys meaning no restriction', () => {
+    const [kitchen, agent] = parseTokensFile(
+      `tokens:
+  - name: kitchen-speaker
+    token: "s3cret-kitchen"
+    protocols: [llm, mcp]
+    tools: ["get_*", "device.*"]
+    llm: false
+    rate_limits: { turns_per_minute: 30, tool_calls_per_minute: 120 }
+    max_connections: 5
+  - name: agent
+    sha256: "${createHash('sha256').update('agent-token').digest('hex')}"
+`,
+      'tokens.yaml',
+    );
+    expect(kitchen.grant).toMatchObject({ name: 'kitchen-speaker', llm: false, turnsPerMinute: 30, toolCallsPerMinute: 120, maxConnections: 5, restrictsTools: true });
+    expect([...kitchen.grant.protocols!]).toEqual(['llm', 'mcp']);
+    expect(kitchen.grant.mayUseTool('get_weather')).toBe(true);
+    expect(kitchen.grant.mayUseTool('calculator')).toBe(false);
+    expect(agent.grant).toMatchObject({ name: 'agent', llm: true, protocols: undefined, restrictsTools: false });
+    expect(agent.grant.mayUseTool('calculator')).toBe(true);
+    expect(agent.digest.equals(createHash('sha256').update('agent-token').digest())).toBe(true);
+    expect(parseTokensFile('{"tokens": [{"name": "j", "token": "json-token"}]}', 'tokens.json')[0].name).toBe('j');
+  });
+
+  it.each([
+    ['not YAML', 'tokens: [', /not YAML or JSON/],
+    ['no tokens list', 'users: []', /must hold a "tokens" list/],
+    ['an entry that is not an object', 'tokens: [kitchen]', /tokens\[0\]: must be an object/],
+    ['a misspelt key', 'tokens: [{name: a, token: abcdefgh, tool: ["x"]}]', /tokens\[0\] "a": unknown key "tool"/],
+    ['both token and sha256', `tokens: [{name: a, token: abcdefgh, sha256: "${'0'.repeat(64)}"}]`, /exactly one of token and sha256/],
+    ['neither', 'tokens: [{name: a}]', /exactly one of token and sha256/],
+    ['a short token', 'tokens: [{name: a, token: abc}]', /at least 8 characters/],
+    ['a bad digest', 'tokens: [{name: a, sha256: "abc"}]', /64 hex digits/],
+    ['a bad name', 'tokens: [{name: "a b", token: abcdefgh}]', /name must be/],
+    ['an unknown protocol', 'tokens: [{name: a, token: abcdefgh, protocols: [http]}]', /protocols must be a list of llm, mcp, litemcp, utcp/],
+    ['a bad tool pattern', 'tokens: [{name: a, token: abcdefgh, tools: ["get time"]}]', /tools must be a list/],
+    ['llm not boolean', 'tokens: [{name: a, token: abcdefgh, llm: "no"}]', /llm must be true or false/],
+    ['a zero limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {turns_per_minute: 0}}]', /turns_per_minute must be a positive integer/],
+    ['an unknown limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {calls: 3}}]', /rate_limits: unknown key "calls"/],
+    ['a bad max_connections', 'tokens: [{name: a, token: abcdefgh, max_connections: -1}]', /max_connections must be a positive integer/],
+    ['a name used twice', 'tokens: [{name: a, token: abcdefgh}, {name: a, token: ijklmnop}]', /tokens\[1\] "a": the name is used twice/],
+    ['a token used twice', 'tokens: [{name: a, token: abcdefgh}, {name: b, token: abcdefgh}]', /same token as an earlier entry/],
+  ])('refuses %s, saying where', (_case, text, problem) => {
+    expect(problemsOf(text)).toEqual(expect.arrayContaining([expect.stringMatching(problem)]));
+  });
+
+  it('reports every problem of a file at once', () => {
+    expect(problemsOf('tokens: [{name: a, token: abc, llm: 1}, {name: b}]')).toHaveLength(3);
+  });
+});
+
+describe('AccessTokenService with AUTH_TOKENS_FILE', () => {
+  let dir: string;
+  let path: string;
+  const write = (text: string) => writeFileSync(path, text, { mode: 0o600 });
+  const service = (settings: Record<string, string> = {}) =>
+    new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS_FILE: path, ...settings }));
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'vtg-tokens-'));
+    path = join(dir, 'tokens.yaml');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('names a file token\'s principal after it, keeps AUTH_TOKENS at full access, and refuses everyone else', () => {
+    write('tokens: [{name: kitchen, token: kitchen-secret, tools: [get_current_time]}]');
+    const tokens = service({ AUTH_TOKENS: 'shared-secret' });
+    const kitchen = tokens.authenticate('kitchen-secret');
+    expect(kitchen).toEqual({ ok: true, principal: 'name:kitchen' });
+    expect(tokens.grantOf('name:kitchen').mayUseTool('calculator')).toBe(false);
+    const shared = tokens.authenticate('shared-secret');
+    expect(shared.ok && tokens.grantOf(shared.principal)).toBe(FULL_ACCESS);
+    expect(tokens.authenticate('nope')).toMatchObject({ ok: false, status: 403 });
+    expect(tokens.authenticate(undefined)).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('turns auth on with a file alone, even one without tokens', () => {
+    write('tokens: []');
+    expect(service().enabled).toBe(true);
+    expect(service().authenticate(undefined)).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('accepts file tokens in every realm', () => {
+    write('tokens: [{name: agent, token: agent-secret}]');
+    const tokens = service();
+    tokens.defineRealm('mcp', ['mcp-only']);
+    expect(tokens.authenticate('agent-secret', 'mcp')).toEqual({ ok: true, principal: 'name:agent' });
+  });
+
+  it('stops the boot naming the file and the problem', () => {
+    write('tokens: [{name: a, token: abc}]');
+    expect(() => service()).toThrow(/AUTH_TOKENS_FILE .*tokens\.yaml is invalid:\n {2}- tokens\[0\] "a": token must be a string of at least 8 characters/);
+    rmSync(path);
+    expect(() => service()).toThrow(/cannot be read/);
+  });
+
+  it('reloads: a good file changes live grants, a removed token loses everything, a bad file keeps the previous tokens', () => {
+    write('tokens: [{name: kitchen, token: kitchen-secret, tools: [get_current_time]}, {name: old, token: old-secret}]');
+    const tokens = service();
+    write('tokens: [{name: kitchen, token: kitchen-secret, tools: [calculator]}]');
+    expect(tokens.reload()).toBe(true);
+    expect(tokens.grantOf('name:kitchen').mayUseTool('calculator')).toBe(true);
+    expect(tokens.grantOf('name:old')).toBe(NO_ACCESS);
+    expect(tokens.authenticate('old-secret')).toMatchObject({ ok: false, status: 403 });
+    write('tokens: [{name: kitchen}]');
+    expect(tokens.reload()).toBe(false);
+    expect(tokens.grantOf('name:kitchen').mayUseTool('calculator')).toBe(true);
+    expect(tokens.reload()).toBe(false);
+  });
+
+  it('warns when the file is readable by others', () => {
+    write('tokens: []');
+    chmodSync(path, 0o644);
+    const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      service();
+      expect(spy).toHaveBeenCalledWith(expect.stringMatching(/readable by every user/));
+      spy.mockClear();
+      chmodSync(path, 0o600);
+      service();
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});

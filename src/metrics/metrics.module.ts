@@ -1,0 +1,47 @@
+import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { SessionService } from '../core/session/session.service';
+import { ConnectionRegistry } from '../core/ws/connection-registry';
+import { UpstreamServersService } from '../upstream/upstream-servers.service';
+import { MetricsListener } from './metrics-listener';
+import { MetricsOnMainPortGuard } from './metrics-on-main-port.guard';
+import { MetricsController } from './metrics.controller';
+import { MetricsService } from './metrics.service';
+import { registerScrapeTimeMetrics } from './scrape-time-metrics';
+
+/**
+ * Prometheus metrics: `MetricsService` (global, so the shared core reports to it), `/metrics`
+ * on `CLOUD_PORT` or on `METRICS_PORT`, and the figures read at scrape time.
+ */
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [MetricsService, MetricsListener, MetricsOnMainPortGuard],
+  exports: [MetricsService],
+})
+export class MetricsModule implements OnApplicationBootstrap {
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly modules: ModuleRef,
+  ) {}
+
+  /**
+   * Looked up once every module exists: the upstream service itself reports tool calls here, so
+   * injecting it into the metrics would make a cycle.
+   */
+  onApplicationBootstrap(): void {
+    registerScrapeTimeMetrics(this.metrics.registry, {
+      connections: this.modules.get(ConnectionRegistry, { strict: false }),
+      sessions: this.modules.get(SessionService, { strict: false }),
+      upstreams: this.optional(UpstreamServersService),
+    });
+  }
+
+  private optional<T>(type: new (...args: never[]) => T): T | undefined {
+    try {
+      return this.modules.get(type, { strict: false });
+    } catch {
+      return undefined;
+    }
+  }
+}

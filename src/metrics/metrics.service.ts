@@ -1,0 +1,112 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { GatewayError } from '../core/errors/gateway-error';
+import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
+import type { FrameObserver } from '../core/ws/frame-dispatcher';
+import type { RefusalReason } from '../core/ws/refusal-reason';
+import { BoundCounter, BoundHistogram, CounterSeries } from './bound-families';
+import { ToolCallMetrics } from './tool-call-metrics';
+
+/** Seconds: a model's first token comes in tens of milliseconds to seconds, a whole answer in up to minutes. */
+const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120];
+
+/** How a turn ended. */
+export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
+
+/** How a model request ended. */
+export type ModelRequestOutcome = 'ok' | 'error' | 'timeout' | 'cancelled';
+
+/** The code an error is counted under: its gateway code, or INTERNAL_ERROR for anything unexpected. */
+const codeOf = (error: unknown): string => (error instanceof GatewayError ? error.code : 'INTERNAL_ERROR');
+
+/**
+ * The gateway's Prometheus metrics: one registry per app (tests boot several apps in one
+ * process, and the global registry would mix them), the families recorded as things happen,
+ * and the process metrics. Whatever can be read when Prometheus scrapes (connections, sessions,
+ * upstreams) is read then, by {@link ScrapeTimeMetrics}, and costs the hot paths nothing.
+ *
+ * The recording methods are what the shared core calls at its few points (the tool invoker,
+ * the frame dispatcher, the upgrade router, the model client, the turn); every label value is
+ * the gateway's own (protocols, catalogue tools, error codes), never a client's.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly toolCalls = new ToolCallMetrics(this.registry);
+  private readonly frames = this.counter('gateway_frames_total', 'WebSocket frames handled, by protocol and outcome (ok, error)', ['protocol', 'outcome']);
+  private readonly errors = this.counter('gateway_errors_total', 'Errors answered to clients, by protocol and gateway error code', ['protocol', 'code']);
+  private readonly refusals = this.counter(
+    'gateway_refused_connections_total',
+    'Upgrades and requests refused before a protocol saw them, by reason (cap, auth, origin, shutdown, other)',
+    ['reason'],
+  );
+  private readonly turns = this.counter('gateway_turns_total', 'LLM-gateway turns, by outcome (answered, cancelled, failed)', ['outcome']);
+  private readonly turnDurations = this.histogram('gateway_turn_duration_seconds', 'Time from a text_input to its final answer or error', []).bind();
+  private readonly firstSentences = this.histogram(
+    'gateway_turn_first_sentence_seconds',
+    "Time from a text_input to the turn's first sentence (a streamed partial, else the answer)",
+    [],
+  ).bind();
+  private readonly modelRequests = this.histogram(
+    'gateway_llm_request_duration_seconds',
+    'One model request, stream included, by outcome (ok, error, timeout, cancelled)',
+    ['outcome'],
+  );
+  private readonly firstTokens = this.histogram('gateway_llm_first_token_seconds', "Time from a model request to the model's first token", []).bind();
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The report Prometheus reads, in its text format. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  /** A finished tool call (`ran`: its handler was reached). */
+  readonly toolCallEnded = (tool: ToolDefinition | undefined, protocol: string | undefined, outcome: ToolOutcome, ran: boolean): void =>
+    this.toolCalls.observe(tool, protocol, outcome, ran);
+
+  /** What a route's frame dispatcher reports to, its series bound once. */
+  frameObserver(protocol: string): FrameObserver {
+    const answered = this.frames.bind(protocol, 'ok');
+    const failed = this.frames.bind(protocol, 'error');
+    const byCode = new Map<string, CounterSeries>();
+    return {
+      answered: () => answered.inc(),
+      failed: (error) => {
+        failed.inc();
+        const code = codeOf(error);
+        let errors = byCode.get(code);
+        if (!errors) byCode.set(code, (errors = this.errors.bind(protocol, code)));
+        errors.inc();
+      },
+    };
+  }
+
+  /** An error answered outside the frame path (a failed turn), by its code. */
+  errorAnswered(protocol: string, code: string): void {
+    this.errors.bind(protocol, code).inc();
+  }
+
+  readonly refused = (reason: RefusalReason): void => this.refusals.bind(reason).inc();
+
+  modelRequestEnded(outcome: ModelRequestOutcome, durationMs: number, firstTokenMs?: number): void {
+    this.modelRequests.bind(outcome).observe(durationMs / 1000);
+    if (firstTokenMs !== undefined) this.firstTokens.observe(firstTokenMs / 1000);
+  }
+
+  turnEnded(outcome: TurnOutcome, durationMs: number, firstSentenceMs?: number): void {
+    this.turns.bind(outcome).inc();
+    this.turnDurations.observe(durationMs / 1000);
+    if (firstSentenceMs !== undefined) this.firstSentences.observe(firstSentenceMs / 1000);
+  }
+
+  private counter(name: string, help: string, labelNames: string[]): BoundCounter {
+    return new BoundCounter(name, help, labelNames, this.registry);
+  }
+
+  private histogram(name: string, help: string, labelNames: string[]): BoundHistogram {
+    return new BoundHistogram(name, help, labelNames, this.registry, MODEL_BUCKETS);
+  }
+}

@@ -1,0 +1,65 @@
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { SessionService } from '../core/session/session.service';
+import type { ConnectionRegistry } from '../core/ws/connection-registry';
+import type { UpstreamServersService } from '../upstream/upstream-servers.service';
+import type { UpstreamStatus } from '../upstream/upstream-connection';
+import { KNOWN_PROTOCOLS } from './metric-labels';
+
+/** Where the scrape-time figures come from; upstreams only when the app has the upstream module. */
+export interface ScrapeSources {
+  connections: ConnectionRegistry;
+  sessions: SessionService;
+  upstreams?: UpstreamServersService;
+}
+
+/**
+ * The figures that are state, not events: read from their owners when Prometheus scrapes, so
+ * keeping them costs the connection, session and upstream code nothing at all.
+ */
+export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSources): void {
+  const upstreamStatuses = () =>
+    Object.entries((sources.upstreams?.report().servers ?? {}) as Record<string, UpstreamStatus>);
+
+  new Gauge({
+    name: 'gateway_connections',
+    help: 'Open WebSocket connections, by protocol',
+    labelNames: ['protocol'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, number>(KNOWN_PROTOCOLS.map((protocol) => [protocol, 0]));
+      for (const connection of sources.connections.list()) counts.set(connection.protocol, (counts.get(connection.protocol) ?? 0) + 1);
+      for (const [protocol, count] of counts) this.labels(protocol).set(count);
+    },
+  });
+  new Gauge({
+    name: 'gateway_sessions',
+    help: 'LLM-gateway sessions held by connections of this instance',
+    registers: [registry],
+    collect() {
+      this.set(sources.sessions.attachedCount);
+    },
+  });
+  new Gauge({
+    name: 'gateway_upstream_up',
+    help: 'Upstream MCP servers: 1 connected, 0 not (disabled ones are left out)',
+    labelNames: ['server'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [server, status] of upstreamStatuses()) {
+        if (status.state !== 'disabled') this.labels(server).set(status.state === 'connected' ? 1 : 0);
+      }
+    },
+  });
+  new Counter({
+    name: 'gateway_upstream_reconnects_total',
+    help: 'Times an upstream MCP server came back after a loss or a failed start',
+    labelNames: ['server'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [server, status] of upstreamStatuses()) this.labels(server).inc(status.reconnects);
+    },
+  });
+}
