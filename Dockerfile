@@ -4,17 +4,25 @@
 FROM node:22-alpine AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# No scripts: "prepare" builds, and the sources are not copied yet (no dependency has install scripts).
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 COPY packages/client-sdk ./packages/client-sdk
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# Nest is a peer dependency (shared with apps built on the gateway) and, for development, a dev
+# one too, which --omit=dev would prune: drop the dev entries so the peers are kept.
+RUN npm run build \
+  && node -e "const p = require('./package.json'); for (const name in p.peerDependencies) delete p.devDependencies[name]; require('fs').writeFileSync('package.json', JSON.stringify(p))" \
+  && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: production dependencies, compiled code and data files only, as a non-root user ---
 FROM node:22-alpine
 # tini reaps the child processes of stdio MCP upstreams and forwards signals to node.
 RUN apk add --no-cache tini
 ENV NODE_ENV=production
+# Reachable from outside the container, so it will not start without AUTH_TOKENS (or
+# ALLOW_UNAUTHENTICATED=true): an image run as is must not be an open gateway.
+ENV CLOUD_HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist

@@ -41,12 +41,18 @@ describe('deployment files', () => {
     expect(redis.volumes).toEqual(['redis-data:/data']);
     const stopGrace = Number(String(gateway.stop_grace_period).replace(/s$/, ''));
     expect(stopGrace).toBeGreaterThan(Number(gateway.environment.SHUTDOWN_DRAIN_TIMEOUT));
+    // The operator must set the tokens, and MCP's is one for every replica.
+    expect(gateway.environment.AUTH_TOKENS).toMatch(/^\$\{AUTH_TOKENS:\?.+\}$/);
+    expect(gateway.environment.MCP_WS_AUTH_TOKEN).toMatch(/^\$\{MCP_WS_AUTH_TOKEN:\?.+\}$/);
   });
 
   it('balances over the replicas by DNS, passes WebSocket upgrades, and checks /health', () => {
     const haproxy = read('deploy/haproxy.cfg');
     expect(haproxy).toMatch(/^\s+mode http$/m);
     expect(haproxy).toMatch(/^\s+timeout tunnel \d+h$/m);
+    // Long SSE streams of MCP Streamable HTTP are not cut after a minute of quiet.
+    expect(haproxy).toMatch(/^\s+timeout server \d+h$/m);
+    expect(haproxy).toMatch(/^\s+timeout client \d+h$/m);
     expect(haproxy).toMatch(/^\s+option httpchk GET \/health$/m);
     expect(haproxy).toMatch(/^\s+server-template gateway \S+ gateway:9400$/m);
     expect(haproxy).toMatch(/^\s+bind :9400$/m);
@@ -56,6 +62,7 @@ describe('deployment files', () => {
     const dockerfile = read('Dockerfile');
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
     expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^ENV CLOUD_HOST=0\.0\.0\.0$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/health/m);
     expect(dockerfile).toMatch(/^COPY --chown=node:node data \.\/data$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);

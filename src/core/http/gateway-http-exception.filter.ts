@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { describeException } from '../errors/describe-exception';
+import { RateLimitedError } from '../limits/rate-limited.error';
 import { HttpErrorFormats } from './http-error-formats';
 
 /**
@@ -22,6 +23,7 @@ export class GatewayHttpExceptionFilter implements ExceptionFilter {
     const described = describeException(exception, this.logger);
     if (response.headersSent) return;
     if (described.status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
+    if (exception instanceof RateLimitedError) response.setHeader('Retry-After', String(exception.retryAfterS));
     response.status(described.status).json(this.formats.format(described, request));
   }
 }

@@ -1,8 +1,9 @@
 import type { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
 
 /**
- * Refuses an upgrade once the route's protocol holds `limit` connections, with the refusal
- * its spec asks for (an HTTP status, or accept-then-close with a close code).
+ * Refuses an upgrade once the route's protocol holds `limit` authenticated connections, with
+ * the refusal its spec asks for (an HTTP status, or accept-then-close with a close code). A
+ * socket that authenticates by message is counted, and may be refused, when it does.
  */
 export abstract class ConnectionLimitGuard implements UpgradeGuard {
   protected abstract readonly limit: number;
@@ -10,7 +11,14 @@ export abstract class ConnectionLimitGuard implements UpgradeGuard {
   /** What a client over the limit gets. */
   protected abstract refusal(limit: number): UpgradeRefusedException;
 
-  canUpgrade({ openConnections }: UpgradeContext): void {
-    if (openConnections >= this.limit) throw this.refusal(this.limit);
+  /** The refusal due with `openConnections` already open, if any. */
+  refusalAt(openConnections: number): UpgradeRefusedException | undefined {
+    return openConnections >= this.limit ? this.refusal(this.limit) : undefined;
+  }
+
+  canUpgrade({ openConnections, principal }: UpgradeContext): void {
+    if (principal === undefined) return;
+    const refusal = this.refusalAt(openConnections);
+    if (refusal) throw refusal;
   }
 }

@@ -9,6 +9,12 @@ const CLOSE_GRACE_MS = 1000;
 /** Close code and reason for a socket whose peer stopped answering. */
 export const HEARTBEAT_CLOSE = { code: 1001, reason: 'Heartbeat timeout' } as const;
 
+/** WebSocket's "policy violation": a client that stops reading, or never authenticates. */
+export const CLOSE_POLICY_VIOLATION = 1008;
+
+/** WebSocket's "try again later": a cap was reached. */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
+
 export interface KeepAliveOptions {
   intervalMs: number;
   timeoutMs: number;
@@ -27,6 +33,13 @@ export interface ConnectionOrigin {
   route: string;
   params: Readonly<Record<string, string>>;
   request: IncomingMessage;
+  /** Bytes that may wait to be sent before the client counts as not reading. */
+  maxBufferedBytes?: number;
+  /**
+   * Counts a principal settled by an auth frame against the caps; returns why it is refused.
+   * Without one, {@link GatewayConnection.authenticate} only records the principal.
+   */
+  admit?: (connection: GatewayConnection, principal: string) => string | undefined;
 }
 
 /**
@@ -65,7 +78,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   readonly route: string;
   readonly params: Readonly<Record<string, string>>;
   readonly request: IncomingMessage;
-  /** The authenticated principal; `undefined` until the upgrade or an auth frame settles it. */
+  readonly remoteAddress?: string;
+  /** The authenticated principal; `undefined` until the upgrade or {@link authenticate} settles it. */
   principal?: string;
   /** The protocol's own state for this connection, set when it opens. */
   state!: State;
@@ -75,6 +89,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   private readonly closeHooks = new Set<() => void>();
   private closed = false;
   private pongsCount = false;
+  private readonly maxBufferedBytes: number;
+  private readonly admit?: ConnectionOrigin['admit'];
 
   constructor(
     readonly socket: WebSocket,
@@ -85,7 +101,20 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.route = origin.route;
     this.params = origin.params;
     this.request = origin.request;
+    this.remoteAddress = origin.request.socket.remoteAddress;
+    this.maxBufferedBytes = origin.maxBufferedBytes ?? Infinity;
+    this.admit = origin.admit;
     socket.once('close', () => this.dispose());
+  }
+
+  /**
+   * Settles the principal an auth frame proved; returns why a cap refuses it instead (the
+   * protocol then tells its client and closes with {@link CLOSE_TRY_AGAIN_LATER}).
+   */
+  authenticate(principal: string): string | undefined {
+    const refusal = this.admit?.(this, principal);
+    if (refusal === undefined) this.principal = principal;
+    return refusal;
   }
 
   /** The subprotocol the client and the route agreed on (`''` for none). */
@@ -113,10 +142,19 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     return (this.serial ??= new SerialQueue(maxWaiting));
   }
 
-  /** Sends one frame (an object as JSON, a string as it is); false when the socket is no longer open. */
+  /**
+   * Sends one frame (an object as JSON, a string as it is); false when the socket is no longer
+   * open. A client that stops reading is closed (1008) once more than `maxBufferedBytes` wait
+   * for it, which aborts its calls: nothing is buffered without bound, and producers (streamed
+   * updates, answers) never wait for a reader.
+   */
   send(frame: unknown): boolean {
     if (this.socket.readyState !== WebSocket.OPEN) return false;
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+    if (this.socket.bufferedAmount > this.maxBufferedBytes) {
+      this.close(CLOSE_POLICY_VIOLATION, `Client is not reading: over ${this.maxBufferedBytes} bytes wait to be sent`);
+      return false;
+    }
     return true;
   }
 

@@ -3,6 +3,8 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import type { Server as HttpServer } from 'http';
 import { WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { MetricsService } from '../../metrics/metrics.service';
+import { OriginPolicy } from '../http/origin-policy';
 import { DrainService } from '../lifecycle/drain.service';
 import { ConnectionRegistry } from './connection-registry';
 import { FrameDispatcher } from './frame-dispatcher';
@@ -52,7 +54,7 @@ export class GatewayWsAdapter extends WsAdapter {
       server,
       guards: (route.upgradeGuards ?? []).map((guard) => this.resolve<UpgradeGuard>(guard, 'upgrade guard')),
       gateway,
-      dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined),
+      dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined, this.metrics()?.frameObserver(route.protocol ?? route.path)),
     });
     return server;
   }
@@ -117,10 +119,25 @@ export class GatewayWsAdapter extends WsAdapter {
   private routerFor(): UpgradeRouter {
     if (!this.router) {
       const drain = this.app.get(DrainService);
-      this.router = new UpgradeRouter(this.app.get(ConnectionRegistry), () => this.closing || drain.isDraining);
+      this.router = new UpgradeRouter(
+        this.app.get(ConnectionRegistry),
+        () => this.closing || drain.isDraining,
+        this.app.get(OriginPolicy),
+        this.app.get<GatewayConfig>(GATEWAY_CONFIG).connections,
+        this.metrics()?.refused,
+      );
       if (this.httpServer) this.ensureHttpServerExists(0, this.httpServer);
     }
     return this.router;
+  }
+
+  /** The app's metrics, when it has them (an app built without `GatewayModule` may not). */
+  private metrics(): MetricsService | undefined {
+    try {
+      return this.app.get(MetricsService, { strict: false });
+    } catch {
+      return undefined;
+    }
   }
 
   private resolve<T>(type: Type<unknown>, role: string): T {

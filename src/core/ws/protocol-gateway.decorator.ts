@@ -25,6 +25,12 @@ export interface ProtocolGatewayOptions {
   /** Checked in order before the upgrade completes; refusals are HTTP statuses. */
   upgradeGuards?: Type<UpgradeGuard>[];
   oversizedFrames?: OversizedFrameHandling;
+  /**
+   * Clients may authenticate with a frame after connecting (UTCP): a socket without a principal
+   * is closed if it has not within `WS_AUTH_TIMEOUT`. A gateway with a deadline of its own (the
+   * MCP envelope's) leaves this off.
+   */
+  authByMessage?: boolean;
   /** Passed to `ws`: choose a subprotocol from those the client offers. */
   handleProtocols?: (protocols: Set<string>, request: unknown) => string | false;
 }

@@ -5,10 +5,16 @@ import { STATUS_CODES } from 'http';
 import { match, MatchFunction } from 'path-to-regexp';
 import type { Duplex } from 'stream';
 import type { WebSocketServer } from 'ws';
-import { GatewayConnection } from './connection';
+import type { ConnectionCapsConfig } from '../../config/gateway-config';
+import { CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
+import { ConnectionCaps } from './connection-caps';
+import { ConnectionLimitGuard } from './connection-limit.guard';
 import type { ConnectionRegistry } from './connection-registry';
+import { boundAddressOf, OriginPolicy } from '../http/origin-policy';
+import { runInTraceContext, traceContextOf } from '../tracing/trace-context';
 import type { FrameDispatcher } from './frame-dispatcher';
 import type { ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
+import { RefusalListener, RefusalReason, refusalReasonOfStatus } from './refusal-reason';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
 
 /** Close code the gateway sends when a connection cannot be set up ("internal error"). */
@@ -46,9 +52,9 @@ export const compilePatterns = (paths: string[]): WsRoute['patterns'] =>
   paths.map((pattern) => match(pattern, { decode: decodeURIComponent }));
 
 /**
- * Upgrades on the gateway's HTTP servers: routed by path pattern (404 for unknown paths), checked
- * by the route's guards before any socket exists (refusals are HTTP statuses), refused with 503
- * once shutting down. An accepted socket becomes a {@link GatewayConnection}: registered, handed
+ * Upgrades on the gateway's HTTP servers: refused with 503 once shutting down, with 403 from a
+ * page or host name the {@link OriginPolicy} refuses, routed by path pattern (404 for unknown
+ * paths), checked by the route's guards before any socket exists (refusals are HTTP statuses). An accepted socket becomes a {@link GatewayConnection}: registered, handed
  * to its gateway (`onOpen`), its frames to the route's dispatcher, and let go (`onClose`) when it
  * closes. Routes may also be served on further HTTP servers ({@link serveOn}), for protocols whose
  * spec has a listener of its own.
@@ -56,12 +62,20 @@ export const compilePatterns = (paths: string[]): WsRoute['patterns'] =>
 export class UpgradeRouter {
   private readonly logger = new Logger('WebSocket');
   private readonly routes: WsRoute[] = [];
+  private readonly caps: ConnectionCaps;
 
   constructor(
     private readonly registry: ConnectionRegistry,
     /** Whether upgrades are refused (503) now: the gateway drains or shuts down. */
     private readonly refusing: () => boolean,
-  ) {}
+    /** Which pages and host names may open sockets (403 otherwise), on every route. */
+    private readonly origins: OriginPolicy,
+    private readonly capsConfig: ConnectionCapsConfig,
+    /** Hears every refused upgrade (the metrics). */
+    private readonly onRefused: RefusalListener = () => undefined,
+  ) {
+    this.caps = new ConnectionCaps(capsConfig, registry);
+  }
 
   add(route: WsRoute): void {
     this.routes.push(route);
@@ -107,16 +121,22 @@ export class UpgradeRouter {
   private async upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, findRoute: RouteFinder): Promise<void> {
     // A client that resets mid-handshake must not take the process down.
     socket.on('error', (error) => this.logger.debug?.(`Upgrade socket error: ${error.message}`));
-    if (this.refusing()) return refuse(socket, 503, 'Server is shutting down');
+    const refused = (reason: RefusalReason, status: number, message: string, headers?: Record<string, string>) => {
+      this.onRefused(reason);
+      refuse(socket, status, message, headers);
+    };
+    if (this.refusing()) return refused('shutdown', 503, 'Server is shutting down');
+    const foreign = this.origins.refusal(request.headers, boundAddressOf(request));
+    if (foreign !== undefined) return refused('origin', 403, foreign);
     let url: URL;
     let found: FoundRoute | undefined;
     try {
       url = new URL(request.url ?? '/', 'http://gateway.invalid');
       found = findRoute(url.pathname);
     } catch {
-      return refuse(socket, 400, 'Malformed request path');
+      return refused('other', 400, 'Malformed request path');
     }
-    if (!found) return refuse(socket, 404, `No WebSocket endpoint at ${url.pathname}`);
+    if (!found) return refused('other', 404, `No WebSocket endpoint at ${url.pathname}`);
 
     const { route, params } = found;
     const { protocol } = route.options;
@@ -127,18 +147,60 @@ export class UpgradeRouter {
     } catch (error) {
       if (!(error instanceof UpgradeRefusedException)) {
         this.logger.error(`Upgrade guard failed on ${url.pathname}: ${(error as Error).stack}`);
-        return refuse(socket, 500, 'Internal error');
+        return refused('other', 500, 'Internal error');
       }
-      if (error.closeCode === undefined) return refuse(socket, error.status, error.message, error.headers);
+      if (error.closeCode === undefined) return refused(refusalReasonOfStatus(error.status), error.status, error.message, error.headers);
+      this.onRefused(refusalReasonOfStatus(error.status));
       refusal = error;
+    }
+    if (!refusal) {
+      const capped = this.caps.atUpgrade(request.socket.remoteAddress, context.principal);
+      if (capped) return refused('cap', capped.status, capped.message, { 'Retry-After': '1' });
     }
     if (socket.destroyed) return;
     route.server.handleUpgrade(request, socket, head, (client) => {
       if (refusal) return client.close(refusal.closeCode, refusal.message);
-      const connection = new GatewayConnection(client, { id: randomUUID(), protocol, route: route.options.path, params, request });
+      const connection = new GatewayConnection(client, {
+        id: randomUUID(),
+        protocol,
+        route: route.options.path,
+        params,
+        request,
+        maxBufferedBytes: this.capsConfig.maxBufferedBytes,
+        admit: (admitted, principal) => this.admit(route, admitted, principal),
+      });
       connection.principal = context.principal;
+      if (connection.principal === undefined && route.options.authByMessage) this.awaitAuthentication(connection);
       this.accept(route, connection);
     });
+  }
+
+  /**
+   * A principal proved by an auth frame: counted from now on against the caps it escaped at the
+   * upgrade (per token, and the route's own). Returns why it is refused.
+   */
+  private admit(route: WsRoute, connection: GatewayConnection, principal: string): string | undefined {
+    const capped = this.caps.forPrincipal(principal);
+    if (capped) return capped.message;
+    const openConnections = this.registry.count(route.options.protocol);
+    for (const guard of route.guards) {
+      if (guard instanceof ConnectionLimitGuard) {
+        const refusal = guard.refusalAt(openConnections);
+        if (refusal) return refusal.message;
+      }
+    }
+    this.registry.authenticated(connection, principal);
+    return undefined;
+  }
+
+  /** A socket that authenticates by message is closed (1008) if its auth frame does not come in time. */
+  private awaitAuthentication(connection: GatewayConnection): void {
+    const { authTimeoutMs } = this.capsConfig;
+    const deadline = setTimeout(() => {
+      if (connection.principal === undefined) connection.close(CLOSE_POLICY_VIOLATION, `Authentication timeout: no auth frame within ${authTimeoutMs} ms`);
+    }, authTimeoutMs);
+    deadline.unref();
+    connection.onClose(() => clearTimeout(deadline));
   }
 
   private accept(route: WsRoute, connection: GatewayConnection): void {
@@ -149,7 +211,10 @@ export class UpgradeRouter {
     socket.on('error', (error: Error & { code?: string }) =>
       this.logger.warn(`Closed a client for a protocol error: ${error.message} (${error.code ?? 'no code'})`),
     );
-    socket.on('message', (raw: Buffer) => void route.dispatcher.dispatch(connection, raw));
+    const dispatch = (raw: Buffer) => void route.dispatcher.dispatch(connection, raw);
+    // A client's `traceparent` on the upgrade is the parent of what its frames cause (turns, tool calls).
+    const traceParent = traceContextOf(connection.request.headers);
+    socket.on('message', traceParent ? (raw: Buffer) => runInTraceContext(traceParent, () => dispatch(raw)) : dispatch);
     connection.onClose(() => {
       this.registry.delete(connection);
       try {
