@@ -1,6 +1,7 @@
 import { benchIdleConnections } from './suites/idle-connections';
 import { benchLlmTurn } from './suites/llm-turn';
 import { benchPeer } from './suites/peer';
+import { benchTokensFile } from './suites/tokens-file';
 import { benchToolCalls } from './suites/tool-calls';
 
 /**
@@ -19,6 +20,14 @@ const SUITES = {
   peer: (smoke: boolean) =>
     benchPeer({
       connections: [1, 50],
+      bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
+    }),
+  'tokens-file': (smoke: boolean) =>
+    benchTokensFile({
+      connections: smoke ? [50] : [1, 50],
+      protocols: smoke ? ['litemcp'] : ['litemcp', 'mcp-plain', 'utcp'],
+      rounds: smoke ? 1 : 3,
+      microIterations: smoke ? 2_000 : 200_000,
       bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
     }),
 };

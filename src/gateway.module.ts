@@ -1,15 +1,19 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
 import { GATEWAY_CONFIG, GatewayConfig, loadGatewayConfig } from './config/gateway-config';
+import { AuditService } from './core/audit/audit.service';
 import { AccessTokenService } from './core/auth/access-token.service';
 import { BearerAuthGuard } from './core/auth/bearer-auth.guard';
 import { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
 import { GatewayHttpExceptionFilter } from './core/http/gateway-http-exception.filter';
 import { HttpErrorFormats } from './core/http/http-error-formats';
+import { OriginMiddleware } from './core/http/origin.middleware';
+import { OriginPolicy } from './core/http/origin-policy';
 import { ConnectionRegistry } from './core/ws/connection-registry';
 import { DrainService } from './core/lifecycle/drain.service';
+import { RateLimitService } from './core/limits/rate-limit.service';
 import { LlmService } from './core/llm/llm.service';
 import { SystemPromptService } from './core/llm/system-prompt.service';
 import { CharacterCatalogueService } from './core/roleplay/character-catalogue.service';
@@ -21,6 +25,8 @@ import { SESSION_STORE } from './core/session/session-store';
 import { SessionService } from './core/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
+import { TraceContextMiddleware } from './core/tracing/trace-context.middleware';
+import { TracingService } from './core/tracing/tracing.service';
 import { CatalogueModule } from './catalogue/catalogue.module';
 import { ConsoleModule } from './console/console.module';
 import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions } from './gateway-module.options';
@@ -28,9 +34,11 @@ import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { McpModule } from './mcp/mcp.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
 import { UpstreamModule } from './upstream/upstream.module';
+import { ProtocolConnectionLimitGuard } from './core/ws/protocol-connection-limit.guard';
 
 /** The core services every module may inject (the module is global). */
 const SHARED_CORE = [
@@ -38,13 +46,18 @@ const SHARED_CORE = [
   AccessTokenService,
   BearerAuthGuard,
   DeferrableBearerAuthGuard,
+  ProtocolConnectionLimitGuard,
   HttpErrorFormats,
+  OriginPolicy,
   SessionService,
   LlmService,
   SystemPromptService,
   CharacterCatalogueService,
   ConnectionRegistry,
   DrainService,
+  AuditService,
+  TracingService,
+  RateLimitService,
 ];
 
 /**
@@ -72,6 +85,7 @@ const SHARED_CORE = [
     UpstreamModule,
     CatalogueModule,
     ConsoleModule,
+    MetricsModule,
   ],
   providers: [
     {
@@ -100,4 +114,9 @@ const SHARED_CORE = [
   ],
   exports: [GATEWAY_CONFIG, SESSION_STORE, ...SHARED_CORE],
 })
-export class GatewayModule extends ConfigurableGatewayModule {}
+export class GatewayModule extends ConfigurableGatewayModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(OriginMiddleware).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
+    consumer.apply(TraceContextMiddleware).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
+  }
+}

@@ -1,17 +1,12 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
-import type { AddressInfo } from 'net';
 import { AppModule } from './app.module';
 import { createGatewayApp } from './bootstrap';
 import { StartupError } from './core/errors/startup-error';
-import { GATEWAY_CONFIG, GatewayConfig } from './config/gateway-config';
 
+/** The gateway as `npm start` runs it: listens on CLOUD_HOST:CLOUD_PORT and logs where everything is. */
 async function main(): Promise<void> {
   const app = await createGatewayApp(AppModule);
-  const { host, port } = app.get<GatewayConfig>(GATEWAY_CONFIG).server;
-  await app.listen(port, host);
-  const address = app.getHttpServer().address() as AddressInfo;
-  new Logger('Gateway').log(`Listening on ${host}:${address.port}`);
+  await app.listen();
 }
 
 main().catch((error: unknown) => {

@@ -79,4 +79,18 @@ describe('the benchmarks, in smoke mode', () => {
       expect(figure.peer.calls_per_s).toBeGreaterThan(0);
     }
   });
+
+  it('measures tool calls with a tokens file (tool glob, protocols, rate-limit counter) against the same token in AUTH_TOKENS', () => {
+    const [checks] = figures.filter((figure) => figure.figure === 'tokens_file_checks');
+    expect(checks).toMatchObject({
+      protocol: 'litemcp',
+      connections: 50,
+      without_file: throughput,
+      with_file: throughput,
+      ratio: { calls_per_s: positive, cpu_per_call: positive },
+      end_to_end_cpu_overhead: expect.any(Number),
+    });
+    const [cost] = figures.filter((figure) => figure.figure === 'tokens_file_check_cost');
+    expect(cost).toMatchObject({ full_access_ns: positive, named_token_ns: positive, checks_ns: expect.any(Number), share_of_tool_call: expect.any(Number), target: { max_share: 0.05 } });
+  });
 });

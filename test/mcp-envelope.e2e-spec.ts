@@ -2,7 +2,7 @@ import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { AuthFailed, EnvelopeClient, JsonRpcError } from './support/mcp-envelope-client';
 import { RunningGateway, startGateway } from './support/gateway';
 import { freePort, listenOn } from './support/ports';
-import { TestSocket, UpgradeRefused } from './support/test-socket';
+import { TestSocket } from './support/test-socket';
 
 const TOKEN = 'mcp-secret';
 
@@ -304,14 +304,17 @@ describe('MCP over WebSocket, timing (short intervals set by env)', () => {
 });
 
 describe('MCP over WebSocket, connections and shutdown', () => {
-  it('refuses connections over MCP_WS_MAX_CONNECTIONS with 429 at the upgrade, envelope and plain alike', async () => {
+  it('refuses connections over MCP_WS_MAX_CONNECTIONS: plain ones with 429 at the upgrade, envelope ones when they authenticate', async () => {
     const gateway = await startGateway({ MCP_WS_AUTH_TOKEN: TOKEN, MCP_WS_MAX_CONNECTIONS: 1 });
     try {
+      // A socket that has not authenticated takes no place: a real client still gets in.
+      const stranger = await TestSocket.open(gateway.ws('/mcp'));
       const first = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
-      const refusal = (await TestSocket.open(gateway.ws('/mcp')).catch((error) => error)) as UpgradeRefused;
-      expect(refusal).toBeInstanceOf(UpgradeRefused);
-      expect(refusal.status).toBe(429);
-      expect(JSON.parse(refusal.body).error.message).toMatch(/at most 1 at once \(MCP_WS_MAX_CONNECTIONS\)/);
+      const late = await TestSocket.open(gateway.ws('/mcp'));
+      late.send({ type: 'auth', token: TOKEN });
+      expect(await late.next()).toMatchObject({ type: 'auth', status: 'failed', error: { message: expect.stringMatching(/at most 1 at once \(MCP_WS_MAX_CONNECTIONS\)/) } });
+      expect(await late.closed).toEqual({ code: 1013, reason: 'Too many connections' });
+      await stranger.close();
       await expect(
         TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] }),
       ).rejects.toMatchObject({ status: 429 });
@@ -355,7 +358,7 @@ describe('MCP over WebSocket, the dedicated listener (MCP_WS_HOST:MCP_WS_PORT)',
 
   it('shares the connection limit with /mcp on the main port', async () => {
     const client = await EnvelopeClient.connect(`ws://127.0.0.1:${port}`, TOKEN);
-    await expect(TestSocket.open(gateway.ws('/mcp'))).rejects.toMatchObject({ status: 429 });
+    await expect(TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] })).rejects.toMatchObject({ status: 429 });
     await client.close();
   });
 

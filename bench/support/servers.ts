@@ -8,7 +8,9 @@ export const BENCH_TOKEN = 'bench-token-0123456789';
  * The gateway as users start it (`node dist/main.js`), on loopback, with auth on and its JSON
  * logs at WARN (request logs would measure the terminal). In-memory sessions; the limits that
  * would refuse the bench's connections raised. `BENCH_GATEWAY_MAIN` points at another build's
- * `main.js`, to measure an older commit against the same baseline (BENCHMARKS.md, before/after).
+ * `main.js`, to measure an older commit against the same baseline (BENCHMARKS.md, before/after);
+ * `BENCH_GATEWAY_SETTINGS` (a JSON object of settings) overrides these, to measure what a setting
+ * costs (`{"CLOUD_LOG_LEVEL":"INFO"}`: the audit log's lines written).
  */
 export function gatewayServer(port: number, env: Record<string, string> = {}): ServerSpec {
   return {
@@ -24,8 +26,14 @@ export function gatewayServer(port: number, env: Record<string, string> = {}): S
       MCP_SERVERS_FILE: '',
       CLOUD_MAX_CONNECTIONS: '1000',
       MCP_WS_MAX_CONNECTIONS: '1000',
+      // Every bench client comes from 127.0.0.1 with the one bench token.
+      WS_MAX_CONNECTIONS: '100000',
+      WS_MAX_CONNECTIONS_PER_PROTOCOL: '100000',
+      WS_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      WS_MAX_CONNECTIONS_PER_PRINCIPAL: '0',
       LLM_BASE_URL: 'http://127.0.0.1:9/v1/',
       ...env,
+      ...(JSON.parse(process.env.BENCH_GATEWAY_SETTINGS ?? '{}') as Record<string, string>),
     },
   };
 }

@@ -1,5 +1,5 @@
-import { Controller, Get, UseGuards } from '@nestjs/common';
-import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import { Controller, Get, Req, UseGuards } from '@nestjs/common';
+import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { Catalogue, toCatalogueEntry } from './catalogue.mapper';
 
@@ -7,7 +7,8 @@ import { Catalogue, toCatalogueEntry } from './catalogue.mapper';
  * `GET /tools`: every shared tool with its source and schemas, read-only, behind the shared
  * bearer check. The same catalogue MCP's `tools/list` and LiteMCP's `GET` already show the same
  * callers, in one request and with the source of each tool; the web console lists it.
- * Client tools of LLM-gateway connections are their connection's alone and are not listed.
+ * Client tools of LLM-gateway connections are their connection's alone and are not listed; a
+ * named token of the tokens file sees only the tools its `tools` patterns match.
  */
 @Controller('tools')
 @UseGuards(BearerAuthGuard)
@@ -15,7 +16,7 @@ export class CatalogueController {
   constructor(private readonly registry: ToolRegistryService) {}
 
   @Get()
-  list(): Catalogue {
-    return { tools: this.registry.list().map(toCatalogueEntry) };
+  list(@Req() request: AuthenticatedRequest): Catalogue {
+    return { tools: this.registry.list(undefined, request.principal).map(toCatalogueEntry) };
   }
 }

@@ -6,7 +6,8 @@ describe('gateway configuration', () => {
   it('uses the specs\' defaults when nothing is set', () => {
     const config = loadGatewayConfig({});
     expect(config.server).toMatchObject({
-      host: '0.0.0.0',
+      // Loopback while no token is configured (the spec's 0.0.0.0 would open the gateway to anyone).
+      host: '127.0.0.1',
       port: 9400,
       pingIntervalMs: 30_000,
       pingTimeoutMs: 300_000,
@@ -29,6 +30,14 @@ describe('gateway configuration', () => {
     expect(config.clientTools).toEqual({ enabled: true, maxCount: 32, timeoutMs: 30_000, resultQueueSize: 10 });
     expect(config.tools.serverToolTimeoutMs).toBe(10_000);
     expect(config.auth.tokens).toEqual([]);
+  });
+
+  it('listens everywhere by default once tokens are set, and refuses to listen beyond loopback without them unless told to', () => {
+    expect(loadGatewayConfig({ AUTH_TOKENS: 'secret' }).server.host).toBe('0.0.0.0');
+    expect(loadGatewayConfig({ CLOUD_HOST: 'localhost' }).server.host).toBe('localhost');
+    expect(() => loadGatewayConfig({ CLOUD_HOST: '0.0.0.0' })).toThrow(/CLOUD_HOST=0\.0\.0\.0 with no AUTH_TOKENS .*ALLOW_UNAUTHENTICATED=true/);
+    expect(loadGatewayConfig({ CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'true' }).server.host).toBe('0.0.0.0');
+    expect(loadGatewayConfig({ CLOUD_HOST: '0.0.0.0', AUTH_TOKENS: 'secret' }).server.host).toBe('0.0.0.0');
   });
 
   it('reads env strings into typed values, seconds into milliseconds', () => {
@@ -54,6 +63,19 @@ describe('gateway configuration', () => {
     expect(loadGatewayConfig({}).console.enabled).toBe(true);
     expect(loadGatewayConfig({ CONSOLE_ENABLED: 'false' }).console.enabled).toBe(false);
     expect(() => loadGatewayConfig({ CONSOLE_ENABLED: 'sometimes' })).toThrow(/CONSOLE_ENABLED/);
+  });
+
+  it('serves /metrics on CLOUD_PORT unless METRICS_PORT names a listener of its own, on loopback by default', () => {
+    expect(loadGatewayConfig({}).metrics).toEqual({ port: 0, host: '127.0.0.1' });
+    expect(loadGatewayConfig({ METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' }).metrics).toEqual({ port: 9464, host: '0.0.0.0' });
+    expect(() => loadGatewayConfig({ METRICS_PORT: '70000' })).toThrow(/METRICS_PORT/);
+    expect(() => loadGatewayConfig({ METRICS_PORT: 'prometheus' })).toThrow(/METRICS_PORT/);
+  });
+
+  it('reads the readiness checks to leave out, and refuses one it does not know', () => {
+    expect(loadGatewayConfig({}).readiness.ignore).toEqual([]);
+    expect(loadGatewayConfig({ READINESS_IGNORE: 'model, mcp_upstreams' }).readiness.ignore).toEqual(['model', 'mcp_upstreams']);
+    expect(() => loadGatewayConfig({ READINESS_IGNORE: 'model,disk' })).toThrow(/READINESS_IGNORE must be a comma-separated list of: model, redis, mcp_upstreams/);
   });
 
   it('treats an empty variable as unset', () => {

@@ -68,9 +68,15 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
  */
 export class EnvironmentVariables {
   // --- server (LLM gateway spec 8.1) ---
+  /**
+   * Where the HTTP server listens. Unset: every interface (0.0.0.0) when tokens are configured,
+   * loopback (127.0.0.1) when they are not, so an open gateway is never reachable by accident
+   * (the spec's default is 0.0.0.0 either way).
+   */
+  @IsOptional()
   @IsString()
   @MinLength(1)
-  CLOUD_HOST = '0.0.0.0';
+  CLOUD_HOST?: string;
 
   @NumberFromEnv()
   @IsInt()
@@ -97,6 +103,49 @@ export class EnvironmentVariables {
   @IsNumber()
   @Min(0.01)
   CLOUD_SESSION_TIMEOUT = 3600;
+
+  /** WebSocket connections of every protocol at once; past it an upgrade is refused with 503. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CONNECTIONS = 1000;
+
+  /** LiteMCP and UTCP WebSocket connections, each protocol (the LLM gateway and MCP have their own caps); past it 503. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CONNECTIONS_PER_PROTOCOL = 200;
+
+  /** WebSocket connections one remote address may hold; past it 429. 0: no limit. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  WS_MAX_CONNECTIONS_PER_ADDRESS = 100;
+
+  /** WebSocket connections one token may hold (not counted while auth is off); past it 429. 0: no limit. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  WS_MAX_CONNECTIONS_PER_PRINCIPAL = 200;
+
+  /** Sockets still to send their auth frame (UTCP, the MCP envelope), all routes together; past it 503. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_UNAUTHENTICATED = 100;
+
+  /** Seconds a socket that authenticates by message gets to send its auth frame (UTCP; MCP envelope: MCP_WS_AUTH_TIMEOUT). */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  WS_AUTH_TIMEOUT = 10;
+
+  /** Bytes a connection may have waiting to be sent to a client that does not read; past it the connection is closed (1008). */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(65536)
+  WS_MAX_BUFFERED_BYTES = 4_194_304;
+
 
   /** Messages of history a session keeps (spec 6.2: 10). */
   @NumberFromEnv()
@@ -144,6 +193,39 @@ export class EnvironmentVariables {
   /** Comma-separated bearer tokens; empty leaves the shared routes open. */
   @IsString()
   AUTH_TOKENS = '';
+
+  /** Let the gateway listen beyond loopback with no tokens (anyone who reaches it may use the model and every tool). */
+  @BooleanFromEnv()
+  @IsBoolean()
+  ALLOW_UNAUTHENTICATED = false;
+
+  /** Named tokens with permissions, rate limits and connection caps (YAML or JSON), reloaded when it changes. */
+  @IsOptional()
+  @IsString()
+  AUTH_TOKENS_FILE?: string;
+
+  /** Seconds of the rate limits' window (the tokens file's `*_per_minute`); 60 unless a test or a burst policy wants otherwise. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.1)
+  RATE_LIMIT_WINDOW = 60;
+
+  /**
+   * Comma-separated origins (`https://console.example.com`) whose browser pages may use the
+   * gateway besides its own pages (and localhost pages when it listens on loopback); `*` any.
+   */
+  @IsString()
+  @Matches(/^\s*(\*|(https?:\/\/[^\s,/]+\s*)(,\s*https?:\/\/[^\s,/]+\s*)*)?\s*$/i, {
+    message: 'ALLOWED_ORIGINS must be "*" or comma-separated origins such as https://console.example.com',
+  })
+  ALLOWED_ORIGINS = '';
+
+  /**
+   * Comma-separated host names (a reverse proxy's public name) the `Host` header may carry when
+   * the gateway listens on loopback, besides localhost names; DNS rebinding protection.
+   */
+  @IsString()
+  ALLOWED_HOSTS = '';
 
   // --- tools ---
   /** Default time limit for a server tool, in seconds (spec 7.7: 10 s). */
@@ -340,6 +422,14 @@ export class EnvironmentVariables {
   @IsString()
   MCP_WS_AUTH_TOKEN?: string;
 
+  /**
+   * Where the MCP token generated for a run (no MCP_WS_AUTH_TOKEN, no AUTH_TOKENS) is written,
+   * readable by its owner only, instead of being printed: for a supervisor that hands it on.
+   */
+  @IsOptional()
+  @IsString()
+  MCP_WS_AUTH_TOKEN_FILE?: string;
+
   /** The spec's placeholder token "ChangeMe!" is refused unless this is set. */
   @BooleanFromEnv()
   @IsBoolean()
@@ -391,6 +481,63 @@ export class EnvironmentVariables {
   @BooleanFromEnv()
   @IsBoolean()
   CONSOLE_ENABLED = true;
+
+  // --- operations ---
+  /** Port of a separate listener for `/metrics` (then no longer on `CLOUD_PORT`); 0 keeps it on `CLOUD_PORT`. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  METRICS_PORT = 0;
+
+  /** Interface the `METRICS_PORT` listener binds to; loopback, since it asks for no token. */
+  @IsString()
+  @MinLength(1)
+  METRICS_HOST = '127.0.0.1';
+
+  /**
+   * Comma-separated readiness checks that do not count (`model`, `redis`, `mcp_upstreams`): a
+   * gateway that serves only MCP tools has no use for a model server.
+   */
+  @IsString()
+  @Matches(/^\s*((model|redis|mcp_upstreams)\s*(,\s*(model|redis|mcp_upstreams)\s*)*)?$/, {
+    message: 'READINESS_IGNORE must be a comma-separated list of: model, redis, mcp_upstreams',
+  })
+  READINESS_IGNORE = '';
+  // --- audit log ---
+  /** One `Audit` log line per tool call and per LLM turn (at INFO); `false` turns them off. */
+  @BooleanFromEnv()
+  @IsBoolean()
+  AUDIT_LOG = true;
+
+  /** Whether audit lines carry the arguments and results (clipped); they may hold personal data. */
+  @BooleanFromEnv()
+  @IsBoolean()
+  AUDIT_LOG_ARGUMENTS = false;
+
+  // --- OpenTelemetry traces (the standard OTEL_* names); off unless an endpoint is set ---
+  /** The OTLP/HTTP collector's base URL; traces go to `<url>/v1/traces`. */
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL' })
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+
+  /** The full URL traces are posted to, over OTEL_EXPORTER_OTLP_ENDPOINT. */
+  @IsOptional()
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http(s) URL' },
+  )
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+
+  /** OTLP over HTTP with protobuf bodies (the standard's default) or JSON bodies; gRPC is not offered. */
+  @Transform(({ value }) => String(value).trim().toLowerCase())
+  @IsIn(['http/protobuf', 'http/json'], { message: 'OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json' })
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' | 'http/json' = 'http/protobuf';
+
+  /** `service.name` of every span. */
+  @IsString()
+  @MinLength(1)
+  OTEL_SERVICE_NAME = 'voice-tool-gateway';
 }
 
 /** Names of every variable the gateway reads, in declaration order. */

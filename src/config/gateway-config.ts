@@ -1,6 +1,7 @@
 import type { LogLevel } from '@nestjs/common';
 import { readFileSync } from 'fs';
 import { join, resolve } from 'path';
+import { isLoopbackHost } from '../core/http/loopback';
 import { isKnownTimeZone, systemTimeZone } from '../core/time/time-zone';
 import {
   EnvironmentInput,
@@ -12,6 +13,19 @@ import {
 
 /** DI token of the validated, typed {@link GatewayConfig}. */
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
+
+export interface ConnectionCapsConfig {
+  total: number;
+  /** LiteMCP's and UTCP's own cap. */
+  perProtocol: number;
+  /** 0: no limit. */
+  perAddress: number;
+  /** 0: no limit; the anonymous principal (auth off) is never counted. */
+  perPrincipal: number;
+  unauthenticated: number;
+  authTimeoutMs: number;
+  maxBufferedBytes: number;
+}
 
 /**
  * The configuration the code reads: grouped by concern, durations in milliseconds,
@@ -29,6 +43,8 @@ export interface GatewayConfig {
     logFormat: 'json' | 'text';
     drainTimeoutMs: number;
   };
+  /** Caps on WebSocket connections, whatever their protocol. */
+  connections: ConnectionCapsConfig;
   session: {
     timeoutMs: number;
     maxHistory: number;
@@ -37,7 +53,19 @@ export interface GatewayConfig {
     redisUrl?: string;
     redisKeyPrefix: string;
   };
-  auth: { tokens: string[] };
+  auth: {
+    /** Listening beyond loopback with no tokens was asked for knowingly. */
+    allowUnauthenticated: boolean;
+    tokens: string[];
+    /** Named tokens with permissions and limits (absolute path); none when unset. */
+    tokensFile?: string;
+    /** The window `*_per_minute` limits count in (60 s normally). */
+    rateLimitWindowMs: number;
+    /** Origins whose pages may call the gateway (normalised; `*` any), besides its own. */
+    allowedOrigins: string[];
+    /** Host names accepted when listening on loopback, besides localhost names (lower case). */
+    allowedHosts: string[];
+  };
   tools: {
     serverToolTimeoutMs: number;
     defaultTimezone: string;
@@ -81,6 +109,8 @@ export interface GatewayConfig {
       host: string;
       port: number;
       authToken?: string;
+      /** Where a token generated for this run is written (then not printed). */
+      authTokenFile?: string;
       allowDefaultToken: boolean;
       heartbeatIntervalMs: number;
       heartbeatTimeoutMs: number;
@@ -90,6 +120,21 @@ export interface GatewayConfig {
   };
   clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
   console: { enabled: boolean };
+  /** `/metrics` on its own listener when `port` is not 0, on `CLOUD_PORT` otherwise. */
+  metrics: { port: number; host: string };
+  /** Readiness checks that do not count. */
+  readiness: { ignore: string[] };
+  audit: {
+    enabled: boolean;
+    /** Whether lines carry arguments and results (clipped). */
+    withArguments: boolean;
+  };
+  /** OpenTelemetry traces; off when `tracesUrl` is unset. */
+  tracing: {
+    tracesUrl?: string;
+    protocol: 'http/protobuf' | 'http/json';
+    serviceName: string;
+  };
 }
 
 const ORDERED_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
@@ -113,6 +158,13 @@ function logLevelsUpTo(name: LogLevelName): LogLevel[] {
 
 const seconds = (value: number): number => Math.round(value * 1000);
 
+/** The non-empty items of a comma-separated setting. */
+const listOf = (value: string): string[] =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+
 /** The characters shipped with the package (`data/` beside `src/` and `dist/`). */
 const SHIPPED_CHARACTERS_FILE = join(__dirname, '..', '..', 'data', 'characters.json');
 
@@ -125,10 +177,16 @@ function readSystemPromptFile(path: string | undefined): string | undefined {
   }
 }
 
+/** The OTLP base endpoint's traces URL: the standard appends `v1/traces` to it, whatever path it has. */
+function tracesUrlOf(endpoint: string | undefined): string | undefined {
+  if (endpoint === undefined) return undefined;
+  return `${endpoint.replace(/\/+$/, '')}/v1/traces`;
+}
+
 export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   return {
     server: {
-      host: env.CLOUD_HOST,
+      host: env.CLOUD_HOST ?? (listOf(env.AUTH_TOKENS).length > 0 ? '0.0.0.0' : '127.0.0.1'),
       port: env.CLOUD_PORT,
       pingIntervalMs: seconds(env.CLOUD_PING_INTERVAL),
       pingTimeoutMs: seconds(env.CLOUD_PING_TIMEOUT),
@@ -138,6 +196,15 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       logFormat: env.CLOUD_LOG_FORMAT,
       drainTimeoutMs: seconds(env.SHUTDOWN_DRAIN_TIMEOUT),
     },
+    connections: {
+      total: env.WS_MAX_CONNECTIONS,
+      perProtocol: env.WS_MAX_CONNECTIONS_PER_PROTOCOL,
+      perAddress: env.WS_MAX_CONNECTIONS_PER_ADDRESS,
+      perPrincipal: env.WS_MAX_CONNECTIONS_PER_PRINCIPAL,
+      unauthenticated: env.WS_MAX_UNAUTHENTICATED,
+      authTimeoutMs: seconds(env.WS_AUTH_TIMEOUT),
+      maxBufferedBytes: env.WS_MAX_BUFFERED_BYTES,
+    },
     session: {
       timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT),
       maxHistory: env.CLOUD_SESSION_MAX_HISTORY,
@@ -146,9 +213,12 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       redisKeyPrefix: env.REDIS_KEY_PREFIX,
     },
     auth: {
-      tokens: env.AUTH_TOKENS.split(',')
-        .map((token) => token.trim())
-        .filter((token) => token.length > 0),
+      allowUnauthenticated: env.ALLOW_UNAUTHENTICATED,
+      tokens: listOf(env.AUTH_TOKENS),
+      tokensFile: env.AUTH_TOKENS_FILE === undefined ? undefined : resolve(env.AUTH_TOKENS_FILE),
+      rateLimitWindowMs: seconds(env.RATE_LIMIT_WINDOW),
+      allowedOrigins: listOf(env.ALLOWED_ORIGINS).map((origin) => (origin === '*' ? origin : new URL(origin).origin)),
+      allowedHosts: listOf(env.ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     },
     tools: {
       serverToolTimeoutMs: seconds(env.SERVER_TOOL_TIMEOUT),
@@ -194,6 +264,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
         host: env.MCP_WS_HOST,
         port: env.MCP_WS_PORT,
         authToken: env.MCP_WS_AUTH_TOKEN,
+        authTokenFile: env.MCP_WS_AUTH_TOKEN_FILE === undefined ? undefined : resolve(env.MCP_WS_AUTH_TOKEN_FILE),
         allowDefaultToken: env.MCP_WS_ALLOW_DEFAULT_TOKEN,
         heartbeatIntervalMs: env.MCP_WS_HEARTBEAT_INTERVAL,
         heartbeatTimeoutMs: env.MCP_WS_HEARTBEAT_TIMEOUT,
@@ -208,6 +279,14 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       resultQueueSize: env.CLIENT_TOOL_RESULT_QUEUE_SIZE,
     },
     console: { enabled: env.CONSOLE_ENABLED },
+    metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
+    readiness: { ignore: listOf(env.READINESS_IGNORE) },
+    audit: { enabled: env.AUDIT_LOG, withArguments: env.AUDIT_LOG_ARGUMENTS },
+    tracing: {
+      tracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? tracesUrlOf(env.OTEL_EXPORTER_OTLP_ENDPOINT),
+      protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL,
+      serviceName: env.OTEL_SERVICE_NAME,
+    },
   };
 }
 
@@ -240,12 +319,23 @@ export function loadGatewayConfig(
       `MCP_UPSTREAM_RETRY_MAX (${env.MCP_UPSTREAM_RETRY_MAX}) must not be less than MCP_UPSTREAM_RETRY_MIN (${env.MCP_UPSTREAM_RETRY_MIN})`,
     ]);
   }
+  const config = buildGatewayConfig(env);
+  if (env.CLOUD_HOST !== undefined && !isLoopbackHost(env.CLOUD_HOST) && !hasTokens(config.auth) && !env.ALLOW_UNAUTHENTICATED) {
+    throw new InvalidConfigurationError([
+      `CLOUD_HOST=${env.CLOUD_HOST} with no AUTH_TOKENS or AUTH_TOKENS_FILE would open the model and every tool to anyone who reaches it: set AUTH_TOKENS (or ALLOW_UNAUTHENTICATED=true to do so knowingly)`,
+    ]);
+  }
   if (env.MCP_WS_AUTH_TOKEN === MCP_PLACEHOLDER_TOKEN && !env.MCP_WS_ALLOW_DEFAULT_TOKEN) {
     throw new InvalidConfigurationError([
       `MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}", which anyone can guess: set a strong token (or MCP_WS_ALLOW_DEFAULT_TOKEN=true to use it anyway)`,
     ]);
   }
-  return buildGatewayConfig(env);
+  return config;
+}
+
+/** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
+export function hasTokens(auth: GatewayConfig['auth']): boolean {
+  return auth.tokens.length > 0 || auth.tokensFile !== undefined;
 }
 
 /**

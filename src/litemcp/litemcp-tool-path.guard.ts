@@ -7,8 +7,8 @@ import { LiteMcpService } from './litemcp.service';
 export class LiteMcpToolPathGuard implements UpgradeGuard {
   constructor(private readonly liteMcp: LiteMcpService) {}
 
-  canUpgrade({ params }: UpgradeContext): void {
-    if (!this.liteMcp.serves(params.tool)) {
+  canUpgrade({ params, principal }: UpgradeContext): void {
+    if (!this.liteMcp.serves(params.tool, principal)) {
       throw new UpgradeRefusedException(404, `Unknown tool "${params.tool}"`);
     }
   }

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { httpStatusOf } from '../core/errors/describe-exception';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe';
@@ -19,13 +20,14 @@ const NOT_RUN = new Set<ToolFailureCode>(['INVALID_TOOL_PARAMETERS', 'TOOL_NOT_F
  * Errors are shaped by the format `LiteMcpModule` registers with `HttpErrorFormats`.
  */
 @Controller('litemcp')
+@GatewayProtocol('litemcp')
 @UseGuards(BearerAuthGuard)
 export class LiteMcpController {
   constructor(private readonly liteMcp: LiteMcpService) {}
 
   @Get(':tool')
-  describe(@Param('tool') tool: string): LiteMcpTool {
-    return this.liteMcp.describe(tool);
+  describe(@Param('tool') tool: string, @Req() request: AuthenticatedRequest): LiteMcpTool {
+    return this.liteMcp.describe(tool, undefined, request.principal);
   }
 
   @Post(':tool')

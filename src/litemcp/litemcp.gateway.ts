@@ -9,6 +9,7 @@ import { infoFrame, LiteMcpServerFrame, resultFrame } from './litemcp.frames';
 import { LiteMcpService } from './litemcp.service';
 import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
 import { SeenIds } from './seen-ids';
+import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
 /** A LiteMCP connection's own state: the request ids it has used. */
 export interface LiteMcpConnectionState {
@@ -27,7 +28,7 @@ type LiteMcpConnection = FrameConnection<LiteMcpConnectionState>;
 @ProtocolGateway({
   protocol: 'litemcp',
   path: '/litemcp/:tool',
-  upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard],
+  upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard, ProtocolConnectionLimitGuard],
   oversizedFrames: 'answer',
 })
 export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionState> {
@@ -40,7 +41,7 @@ export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionSta
   @OnFrame('get', { schema: getFrameSchema })
   describe(frame: LiteMcpGetFrame, connection: LiteMcpConnection): LiteMcpServerFrame | undefined {
     if (!connection.state.seen.remember(frame.id)) return undefined;
-    return infoFrame(frame.id, this.liteMcp.describe(connection.params.tool, frame.version));
+    return infoFrame(frame.id, this.liteMcp.describe(connection.params.tool, frame.version, connection.principal));
   }
 
   @OnFrame('call', { schema: callFrameSchema })

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { MaybePromise, thenMaybe } from '../core/maybe-promise';
+import { RateLimitService } from '../core/limits/rate-limit.service';
+import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { ToolCallOptions, ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ToolCall } from './dto/litemcp.dto';
@@ -20,35 +21,44 @@ export interface LiteMcpCallOutcome {
  */
 @Injectable()
 export class LiteMcpService {
-  constructor(private readonly registry: ToolRegistryService) {}
+  constructor(
+    private readonly registry: ToolRegistryService,
+    private readonly limits: RateLimitService,
+  ) {}
 
-  /** `get`: the endpoint's tool. */
-  describe(toolName: string, version?: readonly number[]): LiteMcpTool {
+  /** `get`: the endpoint's tool, when `principal` may see it. */
+  describe(toolName: string, version?: readonly number[], principal?: string): LiteMcpTool {
     assertSupportedVersion(version);
-    return toLiteMcpTool(this.toolOrThrow(toolName));
+    return toLiteMcpTool(this.toolOrThrow(toolName, principal));
   }
 
-  /** `call`: runs the endpoint's tool with the positional arguments; at once when the tool answers at once. */
+  /**
+   * `call`: runs the endpoint's tool with the positional arguments; at once when the tool
+   * answers at once. A call over the caller's rate limit throws (or rejects with) `RateLimitedError`.
+   */
   call(toolName: string, call: ToolCall, options: ToolCallOptions = {}): MaybePromise<LiteMcpCallOutcome> {
     assertSupportedVersion(call.version);
     if (call.tool !== toolName) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`);
     }
-    const coerced = coerceArguments(this.toolOrThrow(toolName), call.arguments.map(String));
+    const coerced = coerceArguments(this.toolOrThrow(toolName, options.principal), call.arguments.map(String));
     if (!coerced.ok) return { result: failedCallResult(coerced.params, coerced.problem), failure: 'INVALID_TOOL_PARAMETERS' };
-    return thenMaybe(this.registry.invoke(toolName, coerced.args, options), (outcome) => ({
-      result: toCallResult(coerced.params, outcome),
-      failure: outcome.ok ? undefined : outcome.code,
-    }));
+    const run = (): MaybePromise<LiteMcpCallOutcome> =>
+      thenMaybe(this.registry.invoke(toolName, coerced.args, { ...options, protocol: 'litemcp' }), (outcome) => ({
+        result: toCallResult(coerced.params, outcome),
+        failure: outcome.ok ? undefined : outcome.code,
+      }));
+    const admitted = this.limits.admitToolCall(options.principal);
+    return isPromise(admitted) ? admitted.then(run) : run();
   }
 
-  /** Whether the endpoint `/litemcp/<toolName>` exists (a shared tool of that name). */
-  serves(toolName: string): boolean {
-    return this.registry.get(toolName) !== undefined;
+  /** Whether the endpoint `/litemcp/<toolName>` exists for `principal` (a shared tool of that name it may see). */
+  serves(toolName: string, principal?: string): boolean {
+    return this.registry.get(toolName, undefined, principal) !== undefined;
   }
 
-  private toolOrThrow(toolName: string) {
-    const tool = this.registry.get(toolName);
+  private toolOrThrow(toolName: string, principal?: string) {
+    const tool = this.registry.get(toolName, undefined, principal);
     if (!tool) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
     return tool;
   }

@@ -1,12 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { CLOSE_TRY_AGAIN_LATER } from '../core/ws/connection';
 import { ConnectionLimitGuard } from '../core/ws/connection-limit.guard';
 import { UpgradeRefusedException } from '../core/ws/upgrade-guard';
 
-/** Close code for "try again later" (RFC 6455 1013), the spec's answer to a full server (11.1). */
-export const CLOSE_TRY_AGAIN_LATER = 1013;
-
-/** Past `CLOUD_MAX_CONNECTIONS` open LLM-gateway sockets, a new one is accepted and closed at once with 1013. */
+/** Past `CLOUD_MAX_CONNECTIONS` open LLM-gateway sockets, a new one is accepted and closed at once with 1013, the spec's answer to a full server (11.1). */
 @Injectable()
 export class LlmConnectionLimitGuard extends ConnectionLimitGuard {
   protected readonly limit: number;

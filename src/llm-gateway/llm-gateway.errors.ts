@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
+import { AccessDeniedError } from '../core/auth/access-denied.error';
 import { describeException } from '../core/errors/describe-exception';
+import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { errorFrame } from './llm-gateway.frames';
@@ -27,6 +29,9 @@ export function llmCodeOfToolFailure(code: ToolFailureCode): GatewayErrorCode {
 
 /** Any failure as the spec's `error` frame (5.4), in its vocabulary; internals are logged, not sent. */
 export function llmErrorFrame(error: unknown): ErrorFrame {
+  // Codes of their own on this API: a client must tell a spent quota and a token's missing right from a bad frame.
+  if (error instanceof RateLimitedError) return errorFrame(error.code, error.message, error.wait);
+  if (error instanceof AccessDeniedError) return errorFrame(error.code, error.message);
   const { code, message } = describeException(error, logger);
   const details = error instanceof GatewayError ? error.details : undefined;
   return errorFrame(toSpecCode(code), message, details);

@@ -66,7 +66,7 @@ export const toolsRegisteredFrame = (tools: ToolRegistration[]): ToolsRegistered
   timestamp: now(),
 });
 
-export const errorFrame = (code: GatewayErrorCode, message: string, details?: string): ErrorFrame => ({
+export const errorFrame = (code: GatewayErrorCode, message: string, details?: ErrorFrame['details']): ErrorFrame => ({
   type: 'error',
   code,
   message,

@@ -1,7 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { Span } from '@opentelemetry/api';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { AuditService } from '../core/audit/audit.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import type { TextInputFrame, TurnToolCall } from '../core/llm-contract';
+import type { LlmResponseFrame, TextInputFrame, TurnToolCall } from '../core/llm-contract';
+import { AccessTokenService } from '../core/auth/access-token.service';
+import { AccessDeniedError } from '../core/auth/access-denied.error';
+import { RateLimitService } from '../core/limits/rate-limit.service';
 import { LlmService, LlmToolCall, ToolResultMessage } from '../core/llm/llm.service';
 import { SystemPromptService } from '../core/llm/system-prompt.service';
 import type { Session } from '../core/session/session';
@@ -12,6 +17,8 @@ import { textOfContent } from '../core/tools/tool-content';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import type { PreparedToolCall } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { endSpan, TracingService } from '../core/tracing/tracing.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { FILLERS } from './fillers';
 import type { LlmConnection } from './llm-connection';
 import { llmCodeOfToolFailure, llmErrorFrame } from './llm-gateway.errors';
@@ -58,28 +65,56 @@ export class TurnService {
     private readonly prompts: SystemPromptService,
     private readonly registry: ToolRegistryService,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly audit: AuditService,
+    private readonly tracing: TracingService,
+    private readonly tokens: AccessTokenService,
+    private readonly limits: RateLimitService,
+    @Optional() private readonly metrics?: MetricsService,
   ) {}
 
   async run(connection: LlmConnection, turn: Turn, input: TextInputFrame): Promise<void> {
     turn.started = true;
     const stopWithConnection = connection.onClose(() => turn.abort(new Error('Connection closed')));
+    const span = this.tracing.startTurn(turn.id, connection.principal, connection.state.sessionId);
+    let failure: string | undefined;
+    let answer: { turn_id?: string } | undefined;
     try {
-      if (!turn.cancelled) await this.answerOrFail(connection, turn, input);
+      if (!turn.cancelled) failure = await this.tracing.within(span, () => this.answerOrFail(connection, turn, input));
       const idle = statusFrame('idle', { session_id: connection.state.sessionId });
-      const answer = turn.takeHeld();
+      answer = turn.takeHeld();
       if (turn.cancelled) turn.end(statusFrame('cancelled', { turn_id: turn.id }), idle);
       else turn.end(...(answer ? [answer] : []), idle);
+      this.recordTurn(turn);
     } finally {
       stopWithConnection();
       connection.state.turns.delete(turn.id);
+      this.auditTurn(connection, turn, input, failure, (answer as LlmResponseFrame | undefined)?.content, span);
     }
   }
 
-  private async answerOrFail(connection: LlmConnection, turn: Turn, input: TextInputFrame): Promise<void> {
+  /** The turn's audit line and the end of its span. */
+  private auditTurn(connection: LlmConnection, turn: Turn, input: TextInputFrame, failure?: string, answer?: string, span?: Span): void {
+    const outcome = turn.answered && !turn.cancelled ? 'ok' : turn.cancelled ? 'cancelled' : (failure ?? 'aborted');
+    endSpan(span, outcome, outcome === 'ok' || outcome === 'cancelled' ? undefined : { code: outcome });
+    this.audit.turn({
+      principal: connection.principal,
+      turnId: turn.id,
+      sessionId: connection.state.sessionId,
+      outcome,
+      durationMs: performance.now() - turn.arrivedAt,
+      toolCalls: turn.toolCalls,
+      input: input.text,
+      answer,
+    });
+  }
+
+  /** Answers the turn, or sends its error frame; the code of that error, if it sent one. */
+  private async answerOrFail(connection: LlmConnection, turn: Turn, input: TextInputFrame): Promise<string | undefined> {
     turn.send(statusFrame('processing', { message: 'Processing your request...' }));
     const text = input.text.trim();
     let session: Session | undefined;
     try {
+      await this.admit(connection);
       if (input.session_id !== undefined && input.session_id !== connection.state.sessionId) {
         await this.binding.switchTo(connection, input.session_id);
       }
@@ -87,8 +122,21 @@ export class TurnService {
       await this.answer(connection, turn, session, text);
     } catch (error) {
       if (turn.cancelled && session) await this.keepWhatWasSpoken(connection, turn, session.id, text);
-      else if (!turn.signal.aborted) turn.send(llmErrorFrame(error));
+      else if (!turn.signal.aborted) {
+        const frame = llmErrorFrame(error);
+        this.metrics?.errorAnswered('llm', frame.code);
+        turn.send(frame);
+        return frame.code;
+      }
     }
+    return undefined;
+  }
+
+  private recordTurn(turn: Turn): void {
+    if (!this.metrics) return;
+    const { arrivedAt, firstSentenceAt } = turn;
+    const outcome = turn.cancelled ? 'cancelled' : turn.answered ? 'answered' : 'failed';
+    this.metrics.turnEnded(outcome, performance.now() - arrivedAt, turn.answered && firstSentenceAt !== undefined ? firstSentenceAt - arrivedAt : undefined);
   }
 
   private async answer(connection: LlmConnection, turn: Turn, session: Session, text: string): Promise<void> {
@@ -107,7 +155,7 @@ export class TurnService {
     const { answer } = await this.llm.converse({
       systemPrompt: this.systemPromptOf(session),
       messages: [...(settings.enableContext ? session.history : []), { role: 'user', content: text }],
-      tools: this.registry.list(connection.id).map(toLlmTool),
+      tools: this.registry.list(connection.id, connection.principal).map(toLlmTool),
       temperature: settings.temperature,
       maxTokens: settings.maxTokens,
       signal: turn.signal,
@@ -128,6 +176,16 @@ export class TurnService {
     turn.firstSentenceAt ??= performance.now();
     turn.hold(llmResponseFrame(content, toolCalls, turn.timing()));
     turn.answered = true;
+  }
+
+  /** Whether the connection's token may hold this turn now: `llm: false` refuses it, `turns_per_minute` counts it. */
+  private async admit(connection: LlmConnection): Promise<void> {
+    const grant = this.tokens.grantOf(connection.principal);
+    if (!grant.llm) {
+      const who = grant.name === undefined ? 'This token' : `Token "${grant.name}"`;
+      throw new AccessDeniedError(`${who} may not hold LLM-gateway turns (llm: false in the tokens file)`);
+    }
+    await this.limits.admitTurn(connection.principal);
   }
 
   /**
@@ -168,6 +226,7 @@ export class TurnService {
     record: TurnToolCall[],
   ): Promise<ToolResultMessage[]> {
     const started = performance.now();
+    turn.toolCalls += calls.length;
     const planned = calls.map((call) => this.plan(connection, call));
     const toDevice = planned.filter((call) => call.onDevice && runs(call)).length;
     if (toDevice > 0) turn.send(statusFrame('waiting_for_tools', { pending_tools: toDevice }));
@@ -237,13 +296,16 @@ export class TurnService {
       // reported as INVALID_TOOL_PARAMETERS when the call runs
     }
     if (args === undefined) return { call, onDevice };
-    return { call, args, onDevice, prepared: this.registry.prepare(call.name, args, connection.id) };
+    return { call, args, onDevice, prepared: this.registry.prepare(call.name, args, connection.id, connection.principal) };
   }
 
   private async execute(connection: LlmConnection, turn: Turn, sessionId: string, call: PlannedCall, signal: AbortSignal): Promise<ToolOutcome> {
-    if (!call.prepared) {
-      return { ok: false, code: 'INVALID_TOOL_PARAMETERS', message: `Arguments for "${call.call.name}" are not a JSON object`, durationMs: 0 };
-    }
-    return this.registry.run(call.prepared, { connectionId: connection.id, principal: connection.principal, sessionId, turnId: turn.id, signal });
+    // Arguments that are not a JSON object still go through the invoker, which fails them, so the call is audited and traced.
+    const prepared = call.prepared ?? {
+      name: call.call.name,
+      args: call.call.arguments,
+      problem: { code: 'INVALID_TOOL_PARAMETERS', message: `Arguments for "${call.call.name}" are not a JSON object` },
+    };
+    return this.registry.run(prepared, { connectionId: connection.id, principal: connection.principal, sessionId, turnId: turn.id, signal, protocol: 'llm' });
   }
 }

@@ -29,6 +29,8 @@ export class Turn {
   writtenLength = 0;
   llmMs = 0;
   toolsMs = 0;
+  /** Tool calls the model made, every round. */
+  toolCalls = 0;
   /** The next partial's `seq`. */
   seq = 0;
   fillerSaid = false;

@@ -1,6 +1,7 @@
 import { All, Controller, Req, Res, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
+import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
@@ -11,6 +12,7 @@ import { McpHttpSessions } from './http/mcp-http-sessions.service';
  * bodies, by the format `McpModule` registers with `HttpErrorFormats`.
  */
 @Controller('mcp')
+@GatewayProtocol('mcp')
 @UseGuards(McpEnabledGuard, McpAuthGuard)
 export class McpController {
   constructor(private readonly sessions: McpHttpSessions) {}

@@ -25,6 +25,12 @@ export function requestIdOf(value: unknown): string | number | null {
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
+/**
+ * The JSON-RPC error of a call over its token's rate limit (a server error code, -32029 for
+ * HTTP's 429); `data.retry_after_s` is the wait.
+ */
+export const RATE_LIMITED_ERROR = -32029;
+
 /** JSON-RPC's implementation-defined server error, which the SDK's HTTP transport uses for HTTP-level refusals. */
 export const SERVER_ERROR = -32000;
 

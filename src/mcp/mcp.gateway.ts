@@ -54,8 +54,10 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession>, Befor
     tokens: AccessTokenService,
     mcp: McpService,
     private readonly connections: ConnectionRegistry,
+    auth: McpAuthGuard,
   ) {
-    this.context = { tokens, mcp, settings: config.mcp.ws, logger: new Logger('MCP') };
+    const admission = (principal: string) => auth.admissionRefusal(principal, MCP_PROTOCOL);
+    this.context = { tokens, mcp, settings: config.mcp.ws, logger: new Logger('MCP'), admission };
   }
 
   onOpen(connection: McpConnection): void {

@@ -3,6 +3,8 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { JSONRPCMessage, LATEST_PROTOCOL_VERSION, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidConfigurationError } from '../config/environment';
 import { loadGatewayConfig } from '../config/gateway-config';
+import { AccessTokenService } from '../core/auth/access-token.service';
+import { RateLimitService } from '../core/limits/rate-limit.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { McpService } from './mcp.service';
 
@@ -16,7 +18,7 @@ function setUp(settings: Record<string, string> = {}) {
     source: 'module',
     handler: ({ text }) => text,
   });
-  return { registry, factory: new McpService(config, registry) };
+  return { registry, factory: new McpService(config, registry, new RateLimitService(config, new AccessTokenService(config))) };
 }
 
 /** A server on one end of an in-memory pair; the test speaks raw JSON-RPC on the other. */

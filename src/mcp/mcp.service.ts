@@ -8,7 +8,6 @@ import {
   ErrorCode,
   Implementation,
   InitializeRequest,
-  InitializeRequestSchema,
   InitializeResult,
   ListToolsRequestSchema,
   McpError,
@@ -18,10 +17,16 @@ import {
 import { filter, Subscription } from 'rxjs';
 import { InvalidConfigurationError } from '../config/environment';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { MaybePromise, thenMaybe } from '../core/maybe-promise';
+import { RateLimitService } from '../core/limits/rate-limit.service';
+import { RateLimitedError } from '../core/limits/rate-limited.error';
+import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import type { InvokeOptions } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
+import { checkedInitialize, InitializeWithAnyParams } from './initialize-params';
+import { MCP_PROTOCOL } from './mcp.constants';
+import { RATE_LIMITED_ERROR } from './mcp.errors';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
 /** Who an MCP session serves; passed to every tool call it makes. */
@@ -56,6 +61,7 @@ export class McpService {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly registry: ToolRegistryService,
+    private readonly limits: RateLimitService,
   ) {
     const { enabled, serverName, protocolVersion } = config.mcp;
     if (enabled && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
@@ -78,7 +84,7 @@ export class McpService {
       jsonSchemaValidator: this.validator,
     });
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list().map(toMcpTool) }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list(undefined, caller.principal).map(toMcpTool) }));
     server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) =>
       // The SDK has checked the params against CallToolRequestSchema by now (see ToolsCallWithAnyParams).
       this.call((request as CallToolRequest).params, caller, extra.signal),
@@ -97,20 +103,42 @@ export class McpService {
 
   /**
    * A `tools/call` of `name` as MCP answers it, at once when the tool answers at once;
-   * `undefined` when the catalogue has no such tool (MCP's answer is then a protocol error).
+   * `undefined` when the catalogue has no such tool for the caller (MCP's answer is then a
+   * protocol error). A call over the caller's rate limit throws (or rejects with) an
+   * {@link McpError} carrying the wait.
    */
   toolCallResult(name: string, args: Record<string, unknown>, options: McpCaller & InvokeOptions): MaybePromise<CallToolResult> | undefined {
-    const tool = this.registry.get(name);
+    const tool = this.registry.get(name, undefined, options.principal);
     if (!tool) return undefined;
+    let admitted: MaybePromise<void>;
+    try {
+      admitted = this.limits.admitToolCall(options.principal);
+    } catch (error) {
+      throw asMcpError(error);
+    }
+    if (isPromise(admitted)) {
+      return admitted.then(
+        () => Promise.resolve(this.registry.invoke(name, args, options)).then((outcome) => toCallToolResult(tool, outcome)),
+        (error: unknown) => Promise.reject(asMcpError(error)),
+      );
+    }
     return thenMaybe(this.registry.invoke(name, args, options), (outcome) => toCallToolResult(tool, outcome));
   }
 
   private async call(params: CallToolRequest['params'], caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
-    const result = this.toolCallResult(params.name, params.arguments ?? {}, { ...caller, signal });
+    // A client's trace context in `params._meta` (MCP's place for it) is the call's parent, over any the transport carried.
+    const result = runInTraceContext(traceContextOf(params._meta), () =>
+      this.toolCallResult(params.name, params.arguments ?? {}, { ...caller, signal, protocol: MCP_PROTOCOL }),
+    );
     // MCP reports an unknown tool as a protocol error, not as a failed call.
     if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
     return result;
   }
+}
+
+/** A rate limit as MCP says it: a JSON-RPC error with the wait in `data`; anything else as it was. */
+function asMcpError(error: unknown): unknown {
+  return error instanceof RateLimitedError ? new McpError(RATE_LIMITED_ERROR, error.message, error.wait) : error;
 }
 
 /**
@@ -122,7 +150,8 @@ export class McpService {
  */
 function preferProtocolVersion(server: Server, preferred: string): void {
   const sdk = server as unknown as { _oninitialize(request: InitializeRequest): Promise<InitializeResult> };
-  server.setRequestHandler(InitializeRequestSchema, async (request) => {
+  server.setRequestHandler(InitializeWithAnyParams, async (loose) => {
+    const request = checkedInitialize(loose);
     const result = await sdk._oninitialize(request);
     return SUPPORTED_PROTOCOL_VERSIONS.includes(request.params.protocolVersion) ? result : { ...result, protocolVersion: preferred };
   });

@@ -31,6 +31,8 @@ export interface UpstreamStatus {
   connected_since?: string;
   /** Attempts that failed since the last connection. */
   failures: number;
+  /** Times it came back after a loss or a failed start, since the gateway started. */
+  reconnects: number;
   last_error?: string;
   next_retry_at?: string;
 }
@@ -61,6 +63,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   private link?: UpstreamLink;
   private everConnected = false;
   private failures = 0;
+  private reconnects = 0;
   /** Where the backoff is: reset only by a connection that held, so a server that dies at once backs off too. */
   private backoffStep = 0;
   /** A `list_changed` came while the first listing was under way. */
@@ -109,6 +112,7 @@ export class UpstreamConnection implements UpstreamLinkState {
       pid: this.link?.pid(),
       connected_since: iso(this.connectedSince),
       failures: this.failures,
+      reconnects: this.reconnects,
       last_error: this.lastError,
       next_retry_at: iso(this.nextRetryAt),
     };
@@ -143,8 +147,10 @@ export class UpstreamConnection implements UpstreamLinkState {
       if (this.listStale) this.tools.queueRefresh(client);
       const count = this.tools.count;
       const how = `${this.link!.kind}, ${count} tool${count === 1 ? '' : 's'}`;
-      if (this.everConnected) this.context.logger.log(`${this.label} is back (${how})`);
-      else this.context.logger.log(`${this.label} connected (${how})`);
+      if (this.everConnected) {
+        this.reconnects += 1;
+        this.context.logger.log(`${this.label} is back (${how})`);
+      } else this.context.logger.log(`${this.label} connected (${how})`);
       this.everConnected = true;
       this.lastError = undefined;
       this.schedulePing(client);

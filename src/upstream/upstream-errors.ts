@@ -1,6 +1,7 @@
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { STATUS_CODES } from 'http';
+import { redactUrlCredentials } from '../core/logging/redact';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 
 /** Secrets shorter than this are not searched for: they would match ordinary words. */
@@ -22,13 +23,14 @@ function secretsOf(server: UpstreamServerConfig): string[] {
 
 /**
  * A function that removes the server's secrets (and any `user:password@` in a URL) from a text
- * before it goes to a log, `/health` or a caller: upstream errors are the upstream's words,
- * which may repeat what it was sent.
+ * before it goes to a log, `/health` or a caller: upstream errors and results are the
+ * upstream's words, which may repeat what it was sent (a misconfigured or hostile server can
+ * echo its token back).
  */
 export function redactorFor(server: UpstreamServerConfig): (text: string) => string {
   const secrets = secretsOf(server);
   return (text) => {
-    let clean = text.replace(/\/\/[^/\s:@]+:[^/\s@]+@/g, '//***@');
+    let clean = redactUrlCredentials(text);
     for (const secret of secrets) clean = clean.split(secret).join('***');
     return clean;
   };

@@ -6,9 +6,11 @@ import type { ToolContentResult } from '../core/tools/tool-content';
 import type { ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { activeTraceMeta } from '../core/tracing/trace-context';
 import { describeUpstreamError } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
+import { redactStrings } from '../core/logging/redact';
 
 /** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
 const MAX_TOOL_PAGES = 100;
@@ -155,14 +157,17 @@ export class UpstreamToolSync {
       // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
       const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS };
       // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
-      result = (await client.callTool({ name: upstreamName, arguments: args }, undefined, options)) as CallToolResult;
+      // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
+      const meta = activeTraceMeta();
+      const params = meta ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
+      result = (await client.callTool(params, undefined, options)) as CallToolResult;
     } catch (error) {
       throw this.callFailure(client, error, signal);
     } finally {
       this.inFlight -= 1;
     }
     if (result.isError) throw new ToolError(this.redact(errorText(result)) || `${this.label} reported a failure without a message`);
-    return toContentResult(result);
+    return toContentResult(redactStrings(result, this.redact));
   }
 
   private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'http';
-import { publicWebSocketBase, streamParameter } from './request-endpoint';
+import { callTemplateParameter, publicHttpBase, publicWebSocketBase, streamParameter } from './request-endpoint';
 
 const request = (
   headers: Record<string, string | string[]>,
@@ -42,5 +42,28 @@ describe('streamParameter', () => {
     ['/utcp?stream=', undefined],
   ])('%s -> %s', (url, streaming) => {
     expect(streamParameter(url)).toBe(streaming);
+  });
+});
+
+describe('publicHttpBase', () => {
+  it.each([
+    ['the Host the client used', { host: 'voice.local:9400' }, {}, 'http://voice.local:9400'],
+    ['a TLS connection', { host: 'voice.local' }, { encrypted: true }, 'https://voice.local'],
+    ['a proxy that terminated TLS, with a prefix', { host: 'internal', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'tools.example.com', 'x-forwarded-prefix': '/gw' }, {}, 'https://tools.example.com/gw'],
+  ])('follows %s, as the websocket base does', (_name, headers, socket, base) => {
+    expect(publicHttpBase(request(headers, socket))).toBe(base);
+  });
+});
+
+describe('callTemplateParameter', () => {
+  it.each([
+    ['/utcp', 'websocket'],
+    ['/utcp?call_template=websocket', 'websocket'],
+    ['/utcp?call_template=http&stream=true', 'http'],
+    ['/utcp?call_template=HTTP', undefined],
+    ['/utcp?call_template=sse', undefined],
+    ['/utcp?call_template=', undefined],
+  ])('%s -> %s', (url, type) => {
+    expect(callTemplateParameter(url)).toBe(type);
   });
 });

@@ -16,11 +16,12 @@ function firstValue(header: string | string[] | undefined): string | undefined {
   return first || undefined;
 }
 
-function schemeOf(request: IncomingMessage): 'ws' | 'wss' {
+/** Whether the client reached the gateway over TLS: the proxy's word for it, else the connection's own. */
+function isSecure(request: IncomingMessage): boolean {
   const forwarded = firstValue(request.headers['x-forwarded-proto'])?.toLowerCase();
-  if (forwarded === 'https' || forwarded === 'wss') return 'wss';
-  if (forwarded === 'http' || forwarded === 'ws') return 'ws';
-  return (request.socket as TLSSocket | undefined)?.encrypted ? 'wss' : 'ws';
+  if (forwarded === 'https' || forwarded === 'wss') return true;
+  if (forwarded === 'http' || forwarded === 'ws') return false;
+  return (request.socket as TLSSocket | undefined)?.encrypted === true;
 }
 
 function hostOf(request: IncomingMessage): string {
@@ -46,7 +47,25 @@ function prefixOf(request: IncomingMessage): string {
  * only shape the answer to the request that carried them.
  */
 export function publicWebSocketBase(request: IncomingMessage): string {
-  return `${schemeOf(request)}://${hostOf(request)}${prefixOf(request)}`;
+  return `${isSecure(request) ? 'wss' : 'ws'}://${hostOf(request)}${prefixOf(request)}`;
+}
+
+/** {@link publicWebSocketBase} for HTTP clients: `https://tools.example.com/gw`, from the same headers. */
+export function publicHttpBase(request: IncomingMessage): string {
+  return `${isSecure(request) ? 'https' : 'http'}://${hostOf(request)}${prefixOf(request)}`;
+}
+
+/** The call template types a manual can be asked for (`?call_template=`), websocket by default. */
+export const CALL_TEMPLATE_TYPES = ['websocket', 'http'] as const;
+export type ManualCallTemplateType = (typeof CALL_TEMPLATE_TYPES)[number];
+
+/** Why a `call_template` query parameter was refused. */
+export const CALL_TEMPLATE_PARAMETER_PROBLEM = 'The "call_template" query parameter must be "websocket" or "http"';
+
+/** The `call_template` query parameter of a request URL: `websocket` when absent, `undefined` when unknown. */
+export function callTemplateParameter(url: string | undefined): ManualCallTemplateType | undefined {
+  const value = queryParameter(url, 'call_template') ?? 'websocket';
+  return (CALL_TEMPLATE_TYPES as readonly string[]).includes(value) ? (value as ManualCallTemplateType) : undefined;
 }
 
 /**

@@ -11,6 +11,7 @@ import { UtcpEndpointGuard } from './utcp-endpoint.guard';
 import { answerUtcpToolFailure } from './utcp.errors';
 import { TOOL_AUTH_OK_FRAME, toolAnswerFrames, toolResponseFrame } from './utcp.frames';
 import { UtcpService } from './utcp.service';
+import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
 /**
  * One tool per path, `/utcp/<tool>`, for UTCP 1.x clients: what the `utcp-websocket` plugin
@@ -29,8 +30,9 @@ import { UtcpService } from './utcp.service';
 @ProtocolGateway({
   protocol: 'utcp',
   path: '/utcp/:tool',
-  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
+  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard, ProtocolConnectionLimitGuard],
   oversizedFrames: 'answer',
+  authByMessage: true,
 })
 export class UtcpToolGateway implements ProtocolGatewayHooks {
   constructor(

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { describeException } from '../core/errors/describe-exception';
+import { RateLimitedError } from '../core/limits/rate-limited.error';
 import type { GatewayConnection } from '../core/ws/connection';
 import { FrameRejection } from '../core/ws/frame-rejection';
 import { errorFrame, requestIdOf, toolErrorFrame, UtcpError } from './utcp.frames';
@@ -13,6 +14,7 @@ function utcpErrorOf(error: unknown): UtcpError {
   if (error instanceof FrameRejection && error.reason === 'unauthenticated') {
     return { code: error.code, message: 'Not authenticated: send {"type":"auth","token":"<token>"} first' };
   }
+  if (error instanceof RateLimitedError) return { code: error.code, message: error.message, details: error.wait };
   const { code, message } = describeException(error, logger);
   return { code, message };
 }

@@ -8,6 +8,7 @@ import { UtcpEndpointGuard } from './utcp-endpoint.guard';
 import { answerUtcpFailure } from './utcp.errors';
 import { authOkFrame, callAnswerFrame, discoveryResponseFrame, partialResultFrame, requestIdOf, UtcpManual, UtcpServerFrame } from './utcp.frames';
 import { UtcpService } from './utcp.service';
+import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
 /**
  * The UTCP WebSocket provider at `/utcp`: UTCP 0.1 `call` frames answered by `result` frames
@@ -21,8 +22,9 @@ import { UtcpService } from './utcp.service';
 @ProtocolGateway({
   protocol: 'utcp',
   path: '/utcp',
-  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
+  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard, ProtocolConnectionLimitGuard],
   oversizedFrames: 'answer',
+  authByMessage: true,
 })
 export class UtcpGateway implements ProtocolGatewayHooks {
   constructor(
@@ -43,12 +45,12 @@ export class UtcpGateway implements ProtocolGatewayHooks {
 
   @OnFrame('utcp')
   manual(_frame: unknown, connection: GatewayConnection): UtcpManual {
-    return this.utcp.manual(connection.request);
+    return this.utcp.manual(connection.request, connection.principal);
   }
 
   @OnFrame('discover', { schema: discoverFrameSchema })
   discover(frame: UtcpDiscoverFrame, connection: GatewayConnection): UtcpServerFrame {
-    return discoveryResponseFrame(frame.id, this.utcp.manual(connection.request));
+    return discoveryResponseFrame(frame.id, this.utcp.manual(connection.request, connection.principal));
   }
 
   @OnFrame('auth', { beforeAuth: true })

@@ -2,11 +2,20 @@ import { Injectable } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import type { MaybePromise } from '../core/maybe-promise';
+import { RateLimitService } from '../core/limits/rate-limit.service';
+import { isPromise, MaybePromise } from '../core/maybe-promise';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { FrameConnection } from '../core/ws/connection';
-import { publicWebSocketBase, STREAM_PARAMETER_PROBLEM, streamParameter } from './request-endpoint';
+import { queryParameter } from '../core/http/query-parameter';
+import {
+  CALL_TEMPLATE_PARAMETER_PROBLEM,
+  callTemplateParameter,
+  publicHttpBase,
+  publicWebSocketBase,
+  STREAM_PARAMETER_PROBLEM,
+  streamParameter,
+} from './request-endpoint';
 import type { UtcpManual } from './utcp.frames';
 import { toUtcpManual } from './utcp.mapper';
 
@@ -19,37 +28,60 @@ export class UtcpService {
   constructor(
     private readonly registry: ToolRegistryService,
     private readonly tokens: AccessTokenService,
+    private readonly limits: RateLimitService,
   ) {}
 
   /**
    * The manual of every shared tool, its call templates pointing where `request` reached the
-   * gateway, streaming when `request` asked for it (`?stream=true`).
+   * gateway: websocket ones, or with `?call_template=http` HTTP ones (`http`, and `sse` for
+   * tools that stream). `?stream=true` makes every template stream and `?stream=false` none;
+   * without it, websocket templates do not stream and HTTP ones stream for streaming tools.
    */
-  manual(request: IncomingMessage): UtcpManual {
+  manual(request: IncomingMessage, principal: string | undefined): UtcpManual {
+    const callTemplate = callTemplateParameter(request.url);
+    if (callTemplate === undefined) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, CALL_TEMPLATE_PARAMETER_PROBLEM);
     const streaming = streamParameter(request.url);
     if (streaming === undefined) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, STREAM_PARAMETER_PROBLEM);
-    return toUtcpManual(this.registry.list(), {
-      baseUrl: publicWebSocketBase(request),
-      streaming,
+    const overHttp = callTemplate === 'http';
+    return toUtcpManual(this.registry.list(undefined, principal), {
+      baseUrl: overHttp ? publicHttpBase(request) : publicWebSocketBase(request),
+      callTemplate,
+      streaming: overHttp && queryParameter(request.url, 'stream') === null ? 'per-tool' : streaming,
       authRequired: this.tokens.enabled,
     });
   }
 
-  /** Whether `/utcp/<toolName>` exists: a shared tool of that name. */
-  serves(toolName: string): boolean {
-    return this.registry.get(toolName) !== undefined;
+  /** Whether `/utcp/<toolName>` exists for `principal`: a shared tool of that name it may see. */
+  serves(toolName: string, principal?: string): boolean {
+    return this.registry.get(toolName, undefined, principal) !== undefined;
   }
 
   /**
    * Calls a tool for `connection`: each partial result to `onPartial`, then the outcome (at once
-   * when the tool answered at once). The call stops when the connection closes.
+   * when the tool answered at once). The call stops when the connection closes. A call over the
+   * token's rate limit throws (or rejects with) `RateLimitedError`.
    */
   call(connection: FrameConnection, toolName: string, args: unknown, onPartial?: (value: unknown) => void): MaybePromise<ToolOutcome> {
-    return this.registry.invoke(toolName, args, {
-      principal: connection.principal,
-      connectionId: connection.id,
-      signal: connection.signal,
-      onPartial,
-    });
+    const run = () =>
+      this.registry.invoke(toolName, args, { principal: connection.principal, connectionId: connection.id, signal: connection.signal, onPartial, protocol: 'utcp' });
+    const admitted = this.limits.admitToolCall(connection.principal);
+    return isPromise(admitted) ? admitted.then(run) : run();
   }
+
+  /**
+   * Calls a tool for an HTTP request (`POST /utcp/<tool>`), which has no connection: the caller
+   * is `principal`, and `signal` stops the call when the client goes away.
+   */
+  callOverHttp(toolName: string, args: unknown, options: HttpToolCall): MaybePromise<ToolOutcome> {
+    const run = () => this.registry.invoke(toolName, args, { ...options, protocol: 'utcp' });
+    const admitted = this.limits.admitToolCall(options.principal);
+    return isPromise(admitted) ? admitted.then(run) : run();
+  }
+}
+
+/** Who calls over HTTP, what stops the call, and where partial results go. */
+export interface HttpToolCall {
+  principal?: string;
+  signal: AbortSignal;
+  onPartial?: (value: unknown) => void;
 }

@@ -16,7 +16,8 @@ import type { AddressInfo, Socket } from 'net';
 
 export interface UpstreamTool {
   tool: Tool;
-  run(args: Record<string, any>): Promise<CallToolResult> | CallToolResult;
+  /** `meta` is the request's `params._meta` (a caller's trace context travels there). */
+  run(args: Record<string, any>, meta?: Record<string, unknown>): Promise<CallToolResult> | CallToolResult;
 }
 
 /**
@@ -106,7 +107,7 @@ export class HttpUpstream {
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const entry = this.tools.get(request.params.name);
       if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
-      return entry.run(request.params.arguments ?? {});
+      return entry.run(request.params.arguments ?? {}, request.params._meta);
     });
     this.servers.add(server);
     server.onclose = () => this.servers.delete(server);

@@ -88,6 +88,8 @@ export class ScriptedLlm {
   private readonly script: Script[] = [];
   private readonly sockets = new Set<Socket>();
   private counter = 0;
+  /** Kept, so the server can come back on the same port after {@link close}. */
+  private port = 0;
 
   private constructor(private readonly server: Server) {
     server.on('connection', (socket) => {
@@ -101,11 +103,12 @@ export class ScriptedLlm {
     const llm = new ScriptedLlm(server);
     server.on('request', (request, response) => void llm.handle(request, response));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    llm.port = (server.address() as AddressInfo).port;
     return llm;
   }
 
   get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1/`;
+    return `http://127.0.0.1:${this.port}/v1/`;
   }
 
   /** Queues answers for the next requests, in order. */
@@ -130,9 +133,18 @@ export class ScriptedLlm {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /** Listens again on the port it had before {@link close}: the model server is back. */
+  async resume(): Promise<void> {
+    await new Promise<void>((resolve, reject) => this.server.once('error', reject).listen(this.port, '127.0.0.1', resolve));
+  }
+
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     let body = '';
     for await (const chunk of request) body += chunk;
+    if (request.method === 'GET' && request.url?.endsWith('/models')) {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'scripted', object: 'model', owned_by: 'test' }] }));
+      return;
+    }
     if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
       response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
       return;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import OpenAI, { APIConnectionError, APIError } from 'openai';
 import type {
   ChatCompletionChunk,
@@ -7,9 +7,12 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { MetricsService, ModelRequestOutcome } from '../../metrics/metrics.service';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { stripHiddenText } from '../speech/hidden-text';
+import { endSpan, TracingService } from '../tracing/tracing.service';
 import { httpFetch } from './http-fetch';
+import { redactUrlCredentials } from '../logging/redact';
 
 export type LlmMessage = ChatCompletionMessageParam;
 export type LlmTool = ChatCompletionFunctionTool;
@@ -72,7 +75,11 @@ export class LlmService {
   private readonly logger = new Logger('LLM');
   private readonly client: OpenAI;
 
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Optional() private readonly metrics?: MetricsService,
+    @Optional() private readonly tracing?: TracingService,
+  ) {
     const { llm } = config;
     this.client = new OpenAI({
       baseURL: llm.baseUrl,
@@ -90,7 +97,25 @@ export class LlmService {
    * Reasoning (`reasoning_content`, `reasoning`) is never part of the answer; a reply that has
    * reasoning but no answer and no tool call is the model's failure, not an empty answer.
    */
-  async complete(request: CompletionRequest): Promise<LlmReply> {
+  complete(request: CompletionRequest): Promise<LlmReply> {
+    const span = this.tracing?.startModelCall(request.tools.length);
+    if (!span) return this.request(request);
+    return this.request(request).then(
+      (reply) => {
+        span.setAttribute('gateway.llm.tool_calls', reply.toolCalls.length);
+        endSpan(span);
+        return reply;
+      },
+      (error: unknown) => {
+        if (error instanceof GatewayError) endSpan(span, error.code, { code: error.code, message: error.details ?? error.message });
+        else endSpan(span, 'cancelled');
+        throw error;
+      },
+    );
+  }
+
+  /** {@link complete}, untraced. */
+  private async request(request: CompletionRequest): Promise<LlmReply> {
     const { timeoutMs, model, extraBody } = this.config.llm;
     // One controller per call, aborted by the caller's signal or the deadline (cheaper than AbortSignal.any).
     const abort = new AbortController();
@@ -104,6 +129,8 @@ export class LlmService {
     request.signal?.addEventListener('abort', stop, { once: true });
     const { signal } = abort;
     const started = performance.now();
+    let reply: ReplyAssembler | undefined;
+    let outcome: ModelRequestOutcome = 'error';
     try {
       const body: ChatCompletionCreateParamsStreaming = {
         ...extraBody,
@@ -115,19 +142,27 @@ export class LlmService {
         stream: true,
       };
       const stream = await this.client.chat.completions.create(body, { signal });
-      const reply = new ReplyAssembler(request.onText);
+      reply = new ReplyAssembler(request.onText);
       for await (const chunk of stream) reply.add(chunk);
       request.onReplyEnd?.(performance.now() - started);
-      return reply.finish();
+      const finished = reply.finish();
+      outcome = 'ok';
+      return finished;
     } catch (error) {
-      if (request.signal?.aborted) throw request.signal.reason ?? error;
+      if (request.signal?.aborted) {
+        outcome = 'cancelled';
+        throw request.signal.reason ?? error;
+      }
       if (timedOut) {
+        outcome = 'timeout';
         throw new GatewayError(GatewayErrorCode.TIMEOUT, 'Request timeout', `The model did not answer within ${timeoutMs / 1000} s`);
       }
       throw error instanceof GatewayError ? error : this.describe(error);
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', stop);
+      const firstTokenAt = reply?.firstTokenAt;
+      this.metrics?.modelRequestEnded(outcome, performance.now() - started, firstTokenAt === undefined ? undefined : firstTokenAt - started);
     }
   }
 
@@ -164,11 +199,11 @@ export class LlmService {
   private describe(error: unknown): GatewayError {
     const detail =
       error instanceof APIConnectionError
-        ? `The model server at ${this.config.llm.baseUrl} could not be reached`
+        ? `The model server at ${redactUrlCredentials(this.config.llm.baseUrl)} could not be reached`
         : error instanceof APIError && error.status !== undefined
           ? `The model server answered HTTP ${error.status}`
           : `The model's answer could not be read: ${(error as Error)?.message ?? error}`;
-    this.logger.warn(`LLM request failed: ${(error as Error)?.stack ?? error}`);
+    this.logger.warn(`LLM request failed: ${redactUrlCredentials(String((error as Error)?.stack ?? error))}`);
     return new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', detail);
   }
 }
@@ -178,12 +213,15 @@ class ReplyAssembler {
   private content = '';
   private reasoned = false;
   private readonly calls: LlmToolCall[] = [];
+  /** When the first piece of the reply came (text, reasoning or a tool call): the model's time to first token. */
+  firstTokenAt?: number;
 
   constructor(private readonly onText?: (delta: string) => void) {}
 
   add(chunk: ChatCompletionChunk): void {
     const delta = chunk.choices[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
     if (!delta) return;
+    if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls)) this.firstTokenAt = performance.now();
     if (delta.content) {
       this.content += delta.content;
       this.onText?.(delta.content);

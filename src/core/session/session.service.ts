@@ -131,6 +131,11 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     );
   }
 
+  /** How many sessions connections of this instance hold right now. */
+  get attachedCount(): number {
+    return this.attachments.size;
+  }
+
   /** Releases the session from `connectionId` (it closed or moved on); the session stays resumable. */
   detach(sessionId: string, connectionId: string): void {
     if (this.attachments.get(sessionId)?.connectionId === connectionId) this.attachments.delete(sessionId);

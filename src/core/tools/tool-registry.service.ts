@@ -1,11 +1,22 @@
-import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { AccessTokenService } from '../auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { MetricsService } from '../../metrics/metrics.service';
 import { MaybePromise, thenMaybe } from '../maybe-promise';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
 import type { ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec, ToolStreamEvent } from './tool-definition';
-import { CatalogueEntry, Cancellation, checkArguments, InvokeOptions, PreparedToolCall, ToolCallOptions, ToolInvoker } from './tool-invoker';
+import {
+  CatalogueEntry,
+  Cancellation,
+  checkArguments,
+  InvokeOptions,
+  PreparedToolCall,
+  ToolCallOptions,
+  ToolCallWatcher,
+  ToolInvoker,
+} from './tool-invoker';
 import { toolNameProblem } from './tool-name';
 
 /** Raised when a tool cannot join the catalogue; the message says why. */
@@ -24,6 +35,10 @@ export type { ToolCallOptions } from './tool-invoker';
  * visible only to it. Calls go through its {@link ToolInvoker}: arguments are validated against
  * the tool's schema before any handler runs, every call has a time limit, and a call always ends
  * in a {@link ToolOutcome}.
+ *
+ * A caller's `principal` narrows what it sees: a named token of `AUTH_TOKENS_FILE` sees and
+ * calls only the shared tools its `tools` patterns match, in every listing and lookup here, so
+ * no protocol can forget the check. A connection's own client tools are always its own.
  */
 @Injectable()
 export class ToolRegistryService implements OnModuleDestroy {
@@ -32,12 +47,19 @@ export class ToolRegistryService implements OnModuleDestroy {
   private readonly shared = new Map<string, CatalogueEntry>();
   private readonly perConnection = new Map<string, Map<string, CatalogueEntry>>();
   private readonly changeStream = new Subject<ToolCatalogueChange>();
-  private readonly invoker = new ToolInvoker((name, connectionId) => this.entry(name, connectionId), this.logger);
+  private readonly invoker: ToolInvoker;
 
   /** Every addition and removal, shared or per connection. */
   readonly changes: Observable<ToolCatalogueChange> = this.changeStream.asObservable();
 
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {}
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Optional() metrics?: MetricsService,
+    /** Whose principal sees which tools; without it (a bare registry in a test) everyone sees everything. */
+    @Optional() private readonly tokens?: AccessTokenService,
+  ) {
+    this.invoker = new ToolInvoker((name, connectionId, principal) => this.entry(name, connectionId, principal), this.logger, metrics?.toolCallEnded);
+  }
 
   /**
    * Adds a tool. With `connectionId` the tool is a client tool of that connection. Throws
@@ -91,7 +113,6 @@ export class ToolRegistryService implements OnModuleDestroy {
     if (!entries || !entry) return false;
     entries.delete(name);
     if (connectionId !== undefined && entries.size === 0) this.perConnection.delete(connectionId);
-    entry.validate.dispose();
     this.changeStream.next({ type: 'removed', tool: entry.tool, connectionId });
     return true;
   }
@@ -110,14 +131,16 @@ export class ToolRegistryService implements OnModuleDestroy {
     return names.length;
   }
 
-  /** The tool `name` as `connectionId` sees it: its own client tools first, then shared ones. */
-  get(name: string, connectionId?: string): ToolDefinition | undefined {
-    return this.entry(name, connectionId)?.tool;
+  /** The tool `name` as `connectionId` and `principal` see it: its own client tools first, then shared ones. */
+  get(name: string, connectionId?: string, principal?: string): ToolDefinition | undefined {
+    return this.entry(name, connectionId, principal)?.tool;
   }
 
-  /** Every tool `connectionId` may call: shared tools, then its client tools. */
-  list(connectionId?: string): ToolDefinition[] {
-    const shared = [...this.shared.values()].map((e) => e.tool);
+  /** Every tool `connectionId` and `principal` may call: shared tools, then its client tools. */
+  list(connectionId?: string, principal?: string): ToolDefinition[] {
+    const grant = this.tokens?.grantOf(principal);
+    let shared = [...this.shared.values()].map((e) => e.tool);
+    if (grant?.restrictsTools) shared = shared.filter((tool) => grant.mayUseTool(tool.name));
     const own = connectionId === undefined ? [] : [...(this.perConnection.get(connectionId)?.values() ?? [])];
     return own.length === 0 ? shared : [...shared, ...own.map((e) => e.tool)];
   }
@@ -140,8 +163,8 @@ export class ToolRegistryService implements OnModuleDestroy {
   }
 
   /** Looks a call up and checks its arguments once, for a caller that decides something before running it. */
-  prepare(name: string, args: unknown, connectionId?: string): PreparedToolCall {
-    return this.invoker.prepare(name, args, connectionId);
+  prepare(name: string, args: unknown, connectionId?: string, principal?: string): PreparedToolCall {
+    return this.invoker.prepare(name, args, connectionId, principal);
   }
 
   /** Runs a call {@link prepare} made, without checking its arguments again. */
@@ -175,9 +198,14 @@ export class ToolRegistryService implements OnModuleDestroy {
     });
   }
 
+  /** Adds a watcher of every tool call from its start, whatever the protocol and the tool's source (the audit log, traces). */
+  watch(watcher: ToolCallWatcher): void {
+    this.invoker.watch(watcher);
+  }
+
   /** Checks `args` against the tool's input schema; the readable problem, or `undefined`. */
-  validateArguments(name: string, args: unknown, connectionId?: string): string | undefined {
-    const entry = this.entry(name, connectionId);
+  validateArguments(name: string, args: unknown, connectionId?: string, principal?: string): string | undefined {
+    const entry = this.entry(name, connectionId, principal);
     if (!entry) return `Unknown tool "${name}"`;
     return checkArguments(entry, args);
   }
@@ -187,8 +215,11 @@ export class ToolRegistryService implements OnModuleDestroy {
     this.changeStream.complete();
   }
 
-  private entry(name: string, connectionId?: string): CatalogueEntry | undefined {
-    return (connectionId !== undefined && this.perConnection.get(connectionId)?.get(name)) || this.shared.get(name);
+  private entry(name: string, connectionId?: string, principal?: string): CatalogueEntry | undefined {
+    const own = connectionId !== undefined && this.perConnection.get(connectionId)?.get(name);
+    if (own) return own;
+    const shared = this.shared.get(name);
+    return shared && (principal === undefined || !this.tokens || this.tokens.grantOf(principal).mayUseTool(name)) ? shared : undefined;
   }
 
   private entriesFor(connectionId: string | undefined, create: boolean): Map<string, CatalogueEntry> | undefined {

@@ -1,12 +1,13 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'crypto';
 import type { ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
-import { jsonRpcError, SERVER_ERROR } from '../mcp.errors';
+import { initializeParamsProblem } from '../initialize-params';
+import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
 import { McpService } from '../mcp.service';
 
 const STREAMABLE_HTTP_METHODS = ['GET', 'POST', 'DELETE'];
@@ -87,8 +88,12 @@ export class McpHttpSessions implements BeforeApplicationShutdown {
       }
       return session.serve(request, response, body);
     }
-    if (request.method !== 'POST' || !isInitializeRequest(body)) {
+    if (request.method !== 'POST' || !isInitializeCall(body)) {
       return reply(response, 400, SERVER_ERROR, 'Bad Request: no Mcp-Session-Id; start a session with an initialize request');
+    }
+    const problem = initializeParamsProblem(body);
+    if (problem !== undefined) {
+      return reply(response, 400, ErrorCode.InvalidParams, `Invalid initialize params: ${problem}`, requestIdOf(body));
     }
     const session = this.start(request.principal);
     await session.serve(request, response, body);
@@ -112,6 +117,12 @@ export class McpHttpSessions implements BeforeApplicationShutdown {
   }
 }
 
-function reply(response: ServerResponse, status: number, code: number, message: string): void {
-  response.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(jsonRpcError(null, code, message)));
+/** Whether `body` is a JSON-RPC `initialize` request, its params right or wrong. */
+function isInitializeCall(body: unknown): boolean {
+  const message = body as { jsonrpc?: unknown; method?: unknown; id?: unknown } | null;
+  return message?.jsonrpc === '2.0' && message.method === 'initialize' && requestIdOf(message) !== null;
+}
+
+function reply(response: ServerResponse, status: number, code: number, message: string, id: string | number | null = null): void {
+  response.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(jsonRpcError(id, code, message)));
 }

@@ -1,7 +1,9 @@
-import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResult, JSONRPCMessage, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { MaybePromise } from '../../core/maybe-promise';
 import { isPromise } from '../../core/maybe-promise';
 import type { Cancellation } from '../../core/tools/tool-invoker';
 import type { McpCaller, McpService } from '../mcp.service';
+import { MCP_PROTOCOL } from '../mcp.constants';
 
 type RequestId = string | number;
 
@@ -55,18 +57,27 @@ export class DirectToolCalls {
     const request = plainToolCall(message);
     if (!request || this.running.has(request.id)) return false;
     const cancellation: Cancellation = {};
-    const result = this.mcp.toolCallResult(request.name, request.args, { ...this.caller, cancellation });
+    let result: MaybePromise<CallToolResult> | undefined;
+    try {
+      result = this.mcp.toolCallResult(request.name, request.args, { ...this.caller, cancellation, protocol: MCP_PROTOCOL });
+    } catch (error) {
+      return this.refuse(request.id, error);
+    }
     if (result === undefined) return false;
     if (!isPromise(result)) {
       this.reply(request.id, result);
       return true;
     }
     this.running.set(request.id, cancellation);
-    void result.then((settled) => {
+    const settle = (answer: () => void) => {
       if (this.running.get(request.id) !== cancellation) return;
       this.running.delete(request.id);
-      this.reply(request.id, settled);
-    });
+      answer();
+    };
+    void result.then(
+      (settled) => settle(() => this.reply(request.id, settled)),
+      (error: unknown) => settle(() => this.refuse(request.id, error)),
+    );
     return true;
   }
 
@@ -84,6 +95,14 @@ export class DirectToolCalls {
 
   private reply(id: RequestId, result: CallToolResult): void {
     this.answer({ jsonrpc: '2.0', id, result });
+  }
+
+  /** A call refused before it ran (a rate limit): its JSON-RPC error, as the SDK server would send it. */
+  private refuse(id: RequestId, error: unknown): true {
+    if (!(error instanceof McpError)) throw error;
+    const { code, message, data } = error;
+    this.answer({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
+    return true;
   }
 }
 

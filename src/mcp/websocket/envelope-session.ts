@@ -7,6 +7,7 @@ import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEn
 import { DirectToolCalls } from './direct-tool-calls';
 import { EnvelopeTransport } from './envelope.transport';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
+import { CLOSE_TRY_AGAIN_LATER } from '../../core/ws/connection';
 
 /** How long a client has to answer the server's `close` at shutdown. */
 const CLOSE_ANSWER_GRACE_MS = 1000;
@@ -49,8 +50,17 @@ export class EnvelopeSession implements McpSocketSession {
       this.send(Envelope.authFailed(result.status === 401 ? 'Authentication requires a token' : 'Invalid authentication token'));
       return this.end(EnvelopeCloseCode.UNAUTHORIZED, 'Authentication failed');
     }
+    const denied = this.context.admission?.(result.principal);
+    if (denied) {
+      this.send(Envelope.authFailed(denied.reason));
+      return this.end(EnvelopeCloseCode.UNAUTHORIZED, 'Authentication failed');
+    }
     clearTimeout(this.authDeadline);
-    this.connection.principal = result.principal;
+    const refusal = this.connection.authenticate(result.principal);
+    if (refusal !== undefined) {
+      this.send(Envelope.authFailed(refusal));
+      return this.end(CLOSE_TRY_AGAIN_LATER, 'Too many connections');
+    }
     this.state = 'open';
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
     this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, heartbeatIntervalMs));

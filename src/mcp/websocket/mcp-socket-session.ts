@@ -10,6 +10,8 @@ export interface McpSessionContext {
   mcp: McpService;
   settings: GatewayConfig['mcp']['ws'];
   logger: Logger;
+  /** Why a principal that authenticated by an `auth` envelope may not open this connection (its token's protocols, max_connections). */
+  admission?: (principal: string) => { reason: string } | undefined;
 }
 
 /** One MCP WebSocket connection's state: the spec's envelope, or plain JSON-RPC frames. */
