@@ -62,6 +62,8 @@ function run(command: string, args: string[], timeoutMs: number, input?: string,
       clearTimeout(timer);
       resolve({ code, stdout, stderr, killed, missing: false });
     });
+    // A program may exit before reading its input (EPIPE): its exit code tells what happened.
+    child.stdin.once('error', () => undefined);
     child.stdin.end(input ?? '');
   });
 }
