@@ -81,6 +81,42 @@ describe('connection caps', () => {
     });
   });
 
+  describe('calls in flight on one connection', () => {
+    let gateway: RunningGateway;
+    beforeAll(async () => {
+      gateway = await startGateway({ WS_MAX_CALLS_IN_FLIGHT: 2, MCP_WS_AUTH_TOKEN: 'mcp-secret', MCP_WS_MAX_CONNECTIONS: 2 });
+    });
+    afterAll(() => gateway.close());
+
+    const countdown = { seconds: 0.3, interval: 0.3 };
+
+    it('refuses a UTCP call past WS_MAX_CALLS_IN_FLIGHT as RATE_LIMITED, and takes the next once one ends', async () => {
+      const client = await TestSocket.open(gateway.ws('/utcp'));
+      for (const id of [1, 2, 3]) client.send({ type: 'call', id, tool: 'countdown', params: countdown });
+      expect(await client.next()).toMatchObject({ type: 'error', id: 3, error: { code: 'RATE_LIMITED', message: expect.stringMatching(/at most 2 \(WS_MAX_CALLS_IN_FLIGHT\)/) } });
+      const ended = new Set<number>();
+      while (ended.size < 2) {
+        const frame = await client.next();
+        if (frame.partial !== true) ended.add(frame.id);
+      }
+      expect([...ended].sort()).toEqual([1, 2]);
+      client.send({ type: 'call', id: 5, tool: 'countdown', params: countdown });
+      expect(await client.next()).toMatchObject({ id: 5, type: 'result' });
+      await client.close();
+    });
+
+    it('answers an MCP call past it with JSON-RPC -32029, on its own connection only', async () => {
+      const open = () => TestSocket.open(gateway.ws('/mcp'), { protocols: ['mcp'], headers: { Authorization: 'Bearer mcp-secret' } });
+      const [busy, other] = [await open(), await open()];
+      const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'countdown', arguments: countdown } });
+      for (const id of [1, 2, 3]) busy.send(call(id));
+      other.send(call(1));
+      expect(await busy.next()).toMatchObject({ id: 3, error: { code: -32029, message: expect.stringMatching(/WS_MAX_CALLS_IN_FLIGHT/) } });
+      expect(await other.next()).toMatchObject({ id: 1, result: { structuredContent: { done: true } } });
+      await Promise.all([busy.close(), other.close()]);
+    });
+  });
+
   describe('a client that stops reading', () => {
     let gateway: RunningGateway;
     beforeAll(async () => {

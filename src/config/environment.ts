@@ -146,6 +146,12 @@ export class EnvironmentVariables {
   @Min(65536)
   WS_MAX_BUFFERED_BYTES = 4_194_304;
 
+  /** Tool calls one WebSocket connection (MCP, LiteMCP, UTCP) may have running at once; past it a call is refused as rate limited. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CALLS_IN_FLIGHT = 64;
+
 
   /** Messages of history a session keeps (spec 6.2: 10). */
   @NumberFromEnv()

@@ -25,6 +25,8 @@ export interface ConnectionCapsConfig {
   unauthenticated: number;
   authTimeoutMs: number;
   maxBufferedBytes: number;
+  /** Tool calls one connection may have running at once. */
+  maxCallsInFlight: number;
 }
 
 /**
@@ -204,6 +206,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       unauthenticated: env.WS_MAX_UNAUTHENTICATED,
       authTimeoutMs: seconds(env.WS_AUTH_TIMEOUT),
       maxBufferedBytes: env.WS_MAX_BUFFERED_BYTES,
+      maxCallsInFlight: env.WS_MAX_CALLS_IN_FLIGHT,
     },
     session: {
       timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT),

@@ -47,7 +47,7 @@ export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionSta
   @OnFrame('call', { schema: callFrameSchema })
   call(frame: LiteMcpCallFrame, connection: LiteMcpConnection) {
     if (!connection.state.seen.remember(frame.id)) return undefined;
-    const outcome = this.liteMcp.call(connection.params.tool, frame.data, { principal: connection.principal, connectionId: connection.id });
+    const outcome = this.liteMcp.call(connection.params.tool, frame.data, { principal: connection.principal, connectionId: connection.id }, connection.callsInFlight);
     return thenMaybe(outcome, ({ result }) => resultFrame(frame.id, result));
   }
 

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { RateLimitService } from '../core/limits/rate-limit.service';
-import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
+import type { CallsInFlight } from '../core/limits/calls-in-flight';
+import { MaybePromise, thenMaybe } from '../core/maybe-promise';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { ToolCallOptions, ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ToolCall } from './dto/litemcp.dto';
@@ -34,9 +35,10 @@ export class LiteMcpService {
 
   /**
    * `call`: runs the endpoint's tool with the positional arguments; at once when the tool
-   * answers at once. A call over the caller's rate limit throws (or rejects with) `RateLimitedError`.
+   * answers at once. A call over the caller's rate limit, or over its connection's `inFlight`,
+   * throws (or rejects with) `RateLimitedError` or `TooManyCallsError`.
    */
-  call(toolName: string, call: ToolCall, options: ToolCallOptions = {}): MaybePromise<LiteMcpCallOutcome> {
+  call(toolName: string, call: ToolCall, options: ToolCallOptions = {}, inFlight?: CallsInFlight): MaybePromise<LiteMcpCallOutcome> {
     assertSupportedVersion(call.version);
     if (call.tool !== toolName) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`);
@@ -48,8 +50,7 @@ export class LiteMcpService {
         result: toCallResult(coerced.params, outcome),
         failure: outcome.ok ? undefined : outcome.code,
       }));
-    const admitted = this.limits.admitToolCall(options.principal);
-    return isPromise(admitted) ? admitted.then(run) : run();
+    return this.limits.runToolCall(options.principal, run, inFlight);
   }
 
   /** Whether the endpoint `/litemcp/<toolName>` exists for `principal` (a shared tool of that name it may see). */

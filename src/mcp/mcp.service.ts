@@ -18,6 +18,7 @@ import { filter, Subscription } from 'rxjs';
 import { InvalidConfigurationError } from '../config/environment';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { RateLimitService } from '../core/limits/rate-limit.service';
+import { CallsInFlight, TooManyCallsError } from '../core/limits/calls-in-flight';
 import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import type { InvokeOptions } from '../core/tools/tool-invoker';
@@ -34,6 +35,8 @@ export interface McpCaller {
   principal?: string;
   /** The WebSocket connection or Streamable HTTP session. */
   connectionId: string;
+  /** The connection's bound on calls running at once. */
+  callsInFlight?: CallsInFlight;
 }
 
 /**
@@ -104,25 +107,23 @@ export class McpService {
   /**
    * A `tools/call` of `name` as MCP answers it, at once when the tool answers at once;
    * `undefined` when the catalogue has no such tool for the caller (MCP's answer is then a
-   * protocol error). A call over the caller's rate limit throws (or rejects with) an
-   * {@link McpError} carrying the wait.
+   * protocol error). A call over the caller's rate limit, or over its connection's calls in
+   * flight, throws (or rejects with) an {@link McpError} -32029.
    */
   toolCallResult(name: string, args: Record<string, unknown>, options: McpCaller & InvokeOptions): MaybePromise<CallToolResult> | undefined {
     const tool = this.registry.get(name, undefined, options.principal);
     if (!tool) return undefined;
-    let admitted: MaybePromise<void>;
+    let result: MaybePromise<CallToolResult>;
     try {
-      admitted = this.limits.admitToolCall(options.principal);
+      result = this.limits.runToolCall(
+        options.principal,
+        () => thenMaybe(this.registry.invoke(name, args, options), (outcome) => toCallToolResult(tool, outcome)),
+        options.callsInFlight,
+      );
     } catch (error) {
       throw asMcpError(error);
     }
-    if (isPromise(admitted)) {
-      return admitted.then(
-        () => Promise.resolve(this.registry.invoke(name, args, options)).then((outcome) => toCallToolResult(tool, outcome)),
-        (error: unknown) => Promise.reject(asMcpError(error)),
-      );
-    }
-    return thenMaybe(this.registry.invoke(name, args, options), (outcome) => toCallToolResult(tool, outcome));
+    return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
   }
 
   private async call(params: CallToolRequest['params'], caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
@@ -136,9 +137,10 @@ export class McpService {
   }
 }
 
-/** A rate limit as MCP says it: a JSON-RPC error with the wait in `data`; anything else as it was. */
+/** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */
 function asMcpError(error: unknown): unknown {
-  return error instanceof RateLimitedError ? new McpError(RATE_LIMITED_ERROR, error.message, error.wait) : error;
+  if (error instanceof RateLimitedError) return new McpError(RATE_LIMITED_ERROR, error.message, error.wait);
+  return error instanceof TooManyCallsError ? new McpError(RATE_LIMITED_ERROR, error.message) : error;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'http';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { RateLimitService } from '../core/limits/rate-limit.service';
-import { isPromise, MaybePromise } from '../core/maybe-promise';
+import { MaybePromise } from '../core/maybe-promise';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { FrameConnection } from '../core/ws/connection';
@@ -59,13 +59,13 @@ export class UtcpService {
   /**
    * Calls a tool for `connection`: each partial result to `onPartial`, then the outcome (at once
    * when the tool answered at once). The call stops when the connection closes. A call over the
-   * token's rate limit throws (or rejects with) `RateLimitedError`.
+   * token's rate limit or the connection's calls in flight throws (or rejects with)
+   * `RateLimitedError` or `TooManyCallsError`.
    */
   call(connection: FrameConnection, toolName: string, args: unknown, onPartial?: (value: unknown) => void): MaybePromise<ToolOutcome> {
     const run = () =>
       this.registry.invoke(toolName, args, { principal: connection.principal, connectionId: connection.id, signal: connection.signal, onPartial, protocol: 'utcp' });
-    const admitted = this.limits.admitToolCall(connection.principal);
-    return isPromise(admitted) ? admitted.then(run) : run();
+    return this.limits.runToolCall(connection.principal, run, connection.callsInFlight);
   }
 
   /**
@@ -73,9 +73,7 @@ export class UtcpService {
    * is `principal`, and `signal` stops the call when the client goes away.
    */
   callOverHttp(toolName: string, args: unknown, options: HttpToolCall): MaybePromise<ToolOutcome> {
-    const run = () => this.registry.invoke(toolName, args, { ...options, protocol: 'utcp' });
-    const admitted = this.limits.admitToolCall(options.principal);
-    return isPromise(admitted) ? admitted.then(run) : run();
+    return this.limits.runToolCall(options.principal, () => this.registry.invoke(toolName, args, { ...options, protocol: 'utcp' }));
   }
 }
 

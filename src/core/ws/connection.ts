@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'http';
 import { WebSocket } from 'ws';
+import { CallsInFlight } from '../limits/calls-in-flight';
 import { Heartbeat } from './heartbeat';
 import { SerialQueue } from './serial-queue';
 
@@ -35,6 +36,8 @@ export interface ConnectionOrigin {
   request: IncomingMessage;
   /** Bytes that may wait to be sent before the client counts as not reading. */
   maxBufferedBytes?: number;
+  /** Tool calls the connection may have running at once. */
+  maxCallsInFlight?: number;
   /**
    * Counts a principal settled by an auth frame against the caps; returns why it is refused.
    * Without one, {@link GatewayConnection.authenticate} only records the principal.
@@ -58,6 +61,8 @@ export interface FrameConnection<State = unknown> {
   state: State;
   /** Aborted when the connection ends: calls made for it stop with it. */
   readonly signal?: AbortSignal;
+  /** Bounds the tool calls the connection has running at once. */
+  readonly callsInFlight?: CallsInFlight;
   /** Sends one frame (an object as JSON, a string as it is); false when it could not be sent. */
   send(frame: unknown): boolean;
   /** A frame arrived (a sign of life). */
@@ -83,6 +88,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   principal?: string;
   /** The protocol's own state for this connection, set when it opens. */
   state!: State;
+  readonly callsInFlight: CallsInFlight;
   private heartbeat?: Heartbeat;
   private serial?: SerialQueue;
   private abort?: AbortController;
@@ -103,6 +109,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.request = origin.request;
     this.remoteAddress = origin.request.socket.remoteAddress;
     this.maxBufferedBytes = origin.maxBufferedBytes ?? Infinity;
+    this.callsInFlight = new CallsInFlight(origin.maxCallsInFlight ?? Infinity);
     this.admit = origin.admit;
     socket.once('close', () => this.dispose());
   }

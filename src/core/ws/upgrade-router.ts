@@ -167,6 +167,7 @@ export class UpgradeRouter {
         params,
         request,
         maxBufferedBytes: this.capsConfig.maxBufferedBytes,
+        maxCallsInFlight: this.capsConfig.maxCallsInFlight,
         admit: (admitted, principal) => this.admit(route, admitted, principal),
       });
       connection.principal = context.principal;

@@ -64,7 +64,7 @@ export class EnvelopeSession implements McpSocketSession {
     this.state = 'open';
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
     this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, heartbeatIntervalMs));
-    const caller = { principal: result.principal, connectionId: this.connection.id };
+    const caller = { principal: result.principal, connectionId: this.connection.id, callsInFlight: this.connection.callsInFlight };
     const transport = new EnvelopeTransport(this.connection, this.sessionId);
     transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, caller, (message) => void transport.send(message).catch(() => undefined)));
     this.transport = transport;

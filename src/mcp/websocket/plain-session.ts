@@ -22,7 +22,7 @@ export class PlainSession implements McpSocketSession {
     private readonly connection: GatewayConnection,
     context: McpSessionContext,
   ) {
-    const caller = { principal: connection.principal, connectionId: connection.id };
+    const caller = { principal: connection.principal, connectionId: connection.id, callsInFlight: connection.callsInFlight };
     this.transport = new PlainFrameTransport(connection);
     this.server = context.mcp.createServer(caller);
     this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, caller, (message) => void this.transport.send(message).catch(() => undefined)));
