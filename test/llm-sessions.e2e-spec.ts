@@ -61,6 +61,19 @@ describe('LLM gateway sessions', () => {
     await second.close();
   });
 
+  it('deletes a session that never held a turn when its connection closes, and keeps one that did', async () => {
+    const [idle, talked] = [await alice(), await alice()];
+    await say(talked, 'keep me');
+    await Promise.all([idle.close(), talked.close()]);
+
+    const back = await alice();
+    back.send({ type: 'start_session', session_id: idle.sessionId });
+    expect((await back.until('error')).pop()).toMatchObject({ code: 'SESSION_ERROR' });
+    back.send({ type: 'start_session', session_id: talked.sessionId });
+    expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: talked.sessionId });
+    await back.close();
+  });
+
   it('uses the context of the session a text_input names', async () => {
     const first = await alice();
     first.send({ type: 'configure', enable_context: true });

@@ -24,9 +24,13 @@ export class SessionBindingService {
     connection.send(statusFrame('connected', { session_id: session.id }));
   }
 
-  /** Releases the connection's session, which stays resumable until it times out. */
+  /**
+   * Releases the connection's session when it closes: one that held a turn stays resumable until
+   * it times out; one that never did is deleted, so connections that only come and go leave
+   * nothing behind for `CLOUD_SESSION_TIMEOUT`.
+   */
   release(connection: LlmConnection): void {
-    if (connection.state.sessionId) this.sessions.detach(connection.state.sessionId, connection.id);
+    this.leaveCurrent(connection).catch((error: Error) => this.logger.warn(`Could not release session ${connection.state.sessionId}: ${error.message}`));
   }
 
   /** The connection's session as it is now (SESSION_ERROR when it expired). */
@@ -77,13 +81,16 @@ export class SessionBindingService {
     this.adopt(connection, session.id);
   }
 
-  /** Detaches the current session; one that never held a message is deleted rather than left to expire. */
+  /**
+   * Detaches the current session; one that never held a message, and that no other connection
+   * here has resumed meanwhile, is deleted rather than left to expire.
+   */
   private async leaveCurrent(connection: LlmConnection): Promise<void> {
     const current = connection.state.sessionId;
     if (!current) return;
     this.sessions.detach(current, connection.id);
     const session = await this.sessions.require(current).catch(() => undefined);
-    if (session && session.history.length === 0) await this.sessions.end(current);
+    if (session && session.history.length === 0 && !this.sessions.isAttached(current)) await this.sessions.end(current);
   }
 
   /** Makes `sessionId` the connection's; if another connection resumes it later, this one moves to a fresh session. */
