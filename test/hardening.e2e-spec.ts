@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { toolResults } from './support/scripted-llm';
@@ -107,8 +108,9 @@ describe('hardening', () => {
     }
   });
 
-  it('never shows the password of LLM_BASE_URL to a client', async () => {
+  it('never shows the password of LLM_BASE_URL to a client, and logs the unreachable model in one line', async () => {
     const gateway = await startGateway({ LLM_BASE_URL: 'http://voice:hunter22@127.0.0.1:9/v1/', LLM_MAX_RETRIES: 0, LLM_TIMEOUT: 3 });
+    const warnings = jest.spyOn(Logger.prototype, 'warn');
     try {
       const socket = await TestSocket.open(gateway.ws('/'));
       await socket.next();
@@ -117,8 +119,11 @@ describe('hardening', () => {
       do frame = await socket.next(5000);
       while (frame.type !== 'error');
       expect(frame).toMatchObject({ code: 'LLM_ERROR', details: 'The model server at http://***@127.0.0.1:9/v1/ could not be reached' });
+      const logged = warnings.mock.calls.map(([message]) => String(message)).filter((message) => message.startsWith('LLM request failed'));
+      expect(logged).toEqual([expect.stringMatching(/^LLM request failed: Connection error\. \(.*ECONNREFUSED.*\)$/)]);
       await socket.close();
     } finally {
+      warnings.mockRestore();
       await gateway.close();
     }
   });

@@ -35,5 +35,8 @@ describe('the gateway process', () => {
     expect(main.output()).toMatch(/Invalid configuration/);
     expect(main.output()).toMatch(/CLOUD_PORT must be an integer number/);
     expect(main.output()).toMatch(/LLM_TEMPERATURE must not be greater than 1/);
+    // The operator's mistake, told once in plain words: no stack trace of ours or Nest's.
+    expect(main.output()).not.toMatch(/\n\s+at |ExceptionHandler/);
+    expect(main.output().match(/Invalid configuration/g)).toHaveLength(1);
   }, 30000);
 });

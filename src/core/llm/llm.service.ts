@@ -203,9 +203,19 @@ export class LlmService {
         : error instanceof APIError && error.status !== undefined
           ? `The model server answered HTTP ${error.status}`
           : `The model's answer could not be read: ${(error as Error)?.message ?? error}`;
-    this.logger.warn(`LLM request failed: ${redactUrlCredentials(String((error as Error)?.stack ?? error))}`);
+    this.logger.warn(`LLM request failed: ${redactUrlCredentials(describeFault(error))}`);
     return new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', detail);
   }
+}
+
+/**
+ * What went wrong, for the log: the model server's or the network's fault in one line (its
+ * message and cause), anything else, which may be ours, with its stack.
+ */
+function describeFault(error: unknown): string {
+  if (!(error instanceof APIError)) return String((error as Error)?.stack ?? error);
+  const cause = (error.cause as Error | undefined)?.message;
+  return cause && !error.message.includes(cause) ? `${error.message} (${cause})` : error.message;
 }
 
 /** A streamed reply put together: its text, whether it reasoned, its tool calls by index. */

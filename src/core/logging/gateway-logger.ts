@@ -1,5 +1,6 @@
 import { ConsoleLogger, LogLevel } from '@nestjs/common';
 import type { GatewayConfig } from '../../config/gateway-config';
+import { StartupError } from '../errors/startup-error';
 
 /** The longest message one log record carries: clients' words end up in log lines, and a 500 KB frame must not become one. */
 export const LOG_MESSAGE_MAX_LENGTH = 2000;
@@ -48,6 +49,16 @@ export class GatewayLogger extends ConsoleLogger {
     const context = typeof last === 'string' ? last : this.context;
     if (context !== undefined && NEST_BOOT_CONTEXTS.has(context)) this.debug(message, ...optionalParams);
     else super.log(message, ...optionalParams);
+  }
+
+  /**
+   * A {@link StartupError} (a bad setting, an unreachable Redis) is the operator's to fix, and
+   * whoever started the gateway tells it in plain words; Nest's exception handler would log it
+   * first with a stack trace, which is kept for faults of the code.
+   */
+  override error(message: unknown, ...optionalParams: unknown[]): void {
+    if (message instanceof StartupError) return;
+    super.error(message, ...optionalParams);
   }
 
   protected override printMessages(

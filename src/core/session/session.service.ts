@@ -164,7 +164,7 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
       return await operation();
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      this.logger.error(`Session store failed: ${(error as Error)?.stack ?? error}`);
+      this.logger.error(`Session store failed: ${(error as Error)?.message ?? error}`);
       throw new GatewayError(GatewayErrorCode.SESSION_ERROR, 'Session store unavailable');
     }
   }
