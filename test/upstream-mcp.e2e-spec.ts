@@ -41,6 +41,15 @@ function homeTools(): { tools: UpstreamTool[]; entered: () => Promise<void> } {
       },
     },
     {
+      tool: {
+        name: 'whoami',
+        description: 'Succeeds, echoing the credentials it was called with',
+        inputSchema: { type: 'object' },
+        outputSchema: { type: 'object', properties: { token: { type: 'string' } } },
+      },
+      run: () => ({ content: [{ type: 'text', text: `You called with Bearer ${UPSTREAM_TOKEN}` }], structuredContent: { token: UPSTREAM_TOKEN } }),
+    },
+    {
       tool: { name: 'wait', description: 'Answers after a long time', inputSchema: { type: 'object' } },
       run: () => {
         enter();
@@ -113,7 +122,7 @@ describe('upstream MCP servers, served on every protocol', () => {
     const everything = await upstreamStatus(stack.gateway, 'everything');
     expect(everything).toMatchObject({ state: 'connected', transport: 'stdio', pid: expect.any(Number), failures: 0, calls_in_flight: 0 });
     expect(everything.tools).toBe(registry.list().filter((tool) => tool.source === 'mcp:everything').length);
-    expect(await upstreamStatus(stack.gateway, 'home')).toMatchObject({ state: 'connected', transport: 'streamable-http', tools: 4 });
+    expect(await upstreamStatus(stack.gateway, 'home')).toMatchObject({ state: 'connected', transport: 'streamable-http', tools: 5 });
     expect(home.requests.every((request) => request.headers.authorization === `Bearer ${UPSTREAM_TOKEN}`)).toBe(true);
   });
 
@@ -161,6 +170,9 @@ describe('upstream MCP servers, served on every protocol', () => {
     const refused = await mcp.callTool({ name: 'home.refuse', arguments: {} });
     expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/Token \*\*\* may not do that/) }] });
     expect(JSON.stringify(refused)).not.toContain(UPSTREAM_TOKEN);
+    const echoed = await mcp.callTool({ name: 'home.whoami', arguments: {} });
+    expect(echoed).toMatchObject({ content: [{ text: 'You called with ***' }], structuredContent: { token: '***' } });
+    expect(JSON.stringify(echoed)).not.toContain(UPSTREAM_TOKEN);
     expect(await mcp.callTool({ name: 'everything.get_sum', arguments: { a: 'two' } })).toMatchObject({
       isError: true,
       content: [{ text: expect.stringMatching(/Invalid arguments for tool "everything.get_sum"/) }],
