@@ -34,6 +34,7 @@ describe('gateway configuration', () => {
 
   it('listens everywhere by default once tokens are set, and refuses to listen beyond loopback without them unless told to', () => {
     expect(loadGatewayConfig({ AUTH_TOKENS: 'secret' }).server.host).toBe('0.0.0.0');
+    expect(loadGatewayConfig({ AUTH_TOKENS_FILE: '/etc/gateway/tokens.yaml' }).server.host).toBe('0.0.0.0');
     expect(loadGatewayConfig({ CLOUD_HOST: 'localhost' }).server.host).toBe('localhost');
     expect(() => loadGatewayConfig({ CLOUD_HOST: '0.0.0.0' })).toThrow(/CLOUD_HOST=0\.0\.0\.0 with no AUTH_TOKENS .*ALLOW_UNAUTHENTICATED=true/);
     expect(loadGatewayConfig({ CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'true' }).server.host).toBe('0.0.0.0');

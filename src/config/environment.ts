@@ -69,7 +69,8 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
 export class EnvironmentVariables {
   // --- server (LLM gateway spec 8.1) ---
   /**
-   * Where the HTTP server listens. Unset: every interface (0.0.0.0) when tokens are configured,
+   * Where the HTTP server listens. Unset: every interface (0.0.0.0) when tokens are configured
+   * (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`),
    * loopback (127.0.0.1) when they are not, so an open gateway is never reachable by accident
    * (the spec's default is 0.0.0.0 either way).
    */

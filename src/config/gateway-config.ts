@@ -188,7 +188,7 @@ function tracesUrlOf(endpoint: string | undefined): string | undefined {
 export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   return {
     server: {
-      host: env.CLOUD_HOST ?? (listOf(env.AUTH_TOKENS).length > 0 ? '0.0.0.0' : '127.0.0.1'),
+      host: env.CLOUD_HOST ?? (listOf(env.AUTH_TOKENS).length > 0 || env.AUTH_TOKENS_FILE !== undefined ? '0.0.0.0' : '127.0.0.1'),
       port: env.CLOUD_PORT,
       pingIntervalMs: seconds(env.CLOUD_PING_INTERVAL),
       pingTimeoutMs: seconds(env.CLOUD_PING_TIMEOUT),
