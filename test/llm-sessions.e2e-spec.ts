@@ -147,6 +147,28 @@ describe('LLM gateway sessions', () => {
 });
 
 describe('LLM gateway session expiry', () => {
+  it("keeps CLOUD_SESSION_MAX_PER_PRINCIPAL sessions of a token, forgetting its least recently active first", async () => {
+    const stack = await startLlmStack({ CLOUD_SESSION_MAX_PER_PRINCIPAL: 2, AUTH_TOKENS: 'alice-token,bob-token' });
+    const as = (token: string) => stack.connect('/', { Authorization: `Bearer ${token}` });
+    try {
+      const [oldest, older] = [await as('alice-token'), await as('alice-token')];
+      await say(oldest, 'first');
+      await say(older, 'second');
+      await Promise.all([oldest.close(), older.close()]);
+      const bobs = await as('bob-token');
+      await say(bobs, 'not counted against alice');
+
+      const newest = await as('alice-token');
+      newest.send({ type: 'start_session', session_id: oldest.sessionId });
+      expect((await newest.until('error')).pop()).toMatchObject({ code: 'SESSION_ERROR' });
+      newest.send({ type: 'start_session', session_id: older.sessionId });
+      expect((await newest.until('status', 'connected')).pop().data).toEqual({ session_id: older.sessionId });
+      await Promise.all([newest.close(), bobs.close()]);
+    } finally {
+      await stack.close();
+    }
+  });
+
   it('forgets a session idle for CLOUD_SESSION_TIMEOUT once its connection is gone, and keeps attached ones', async () => {
     const stack = await startLlmStack({ CLOUD_SESSION_TIMEOUT: 0.3, CLOUD_SESSION_CLEANUP_INTERVAL: 0.1 });
     try {

@@ -109,6 +109,19 @@ describe('RedisSessionStore, against a real Redis', () => {
     expect(after.settings).toEqual({ temperature: 0.1, maxTokens: 99, enableContext: false, language: 'fr', character: 'pirate' });
   });
 
+  it("keeps an owner's newest sessions by activity, dropping gone ones from its index first", async () => {
+    const at = (id: string, time: number, owner = 'trimmed') => ({ ...session(id, owner), createdAt: time, lastActiveAt: time });
+    for (const [index, id] of ['t1', 't2', 't3', 't4'].entries()) await store.create(at(id, 1000 + index));
+    await store.create(at('other', 1000, 'someone-else'));
+    await store.touch('t1');
+    await store.delete('t4');
+    expect(await store.trimOwner('trimmed', 3)).toBe(0);
+    expect(await store.trimOwner('trimmed', 2)).toBe(1);
+    expect(await Promise.all(['t1', 't2', 't3', 'other'].map(async (id) => (await store.get(id)) !== undefined))).toEqual([true, false, true, true]);
+    expect(await redis.zrange(`${prefix}sessions-of:trimmed`, 0, -1)).toEqual(['t1', 't3']);
+    expect(await store.trimOwner('trimmed', 2)).toBe(0);
+  });
+
   it('deletes a session', async () => {
     await store.create(session('gone'));
     await store.appendHistory('gone', [{ role: 'user', content: 'x' }], 10);

@@ -160,6 +160,15 @@ export class EnvironmentVariables {
   @Min(0)
   CLOUD_SESSION_MAX_HISTORY = 10;
 
+  /**
+   * LLM-gateway sessions one token keeps (not counted while auth is off); a new one past it
+   * removes that token's least recently active session. 0: no limit.
+   */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  CLOUD_SESSION_MAX_PER_PRINCIPAL = 1000;
+
   /** How often expired sessions are removed, in seconds (spec 6.2: 60). */
   @NumberFromEnv()
   @IsNumber()

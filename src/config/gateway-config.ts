@@ -50,6 +50,8 @@ export interface GatewayConfig {
   session: {
     timeoutMs: number;
     maxHistory: number;
+    /** Sessions one token keeps (0: no limit); the anonymous principal (auth off) is not counted. */
+    maxPerPrincipal: number;
     cleanupIntervalMs: number;
     /** Sessions live in this Redis when set, in memory otherwise. */
     redisUrl?: string;
@@ -211,6 +213,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
     session: {
       timeoutMs: seconds(env.CLOUD_SESSION_TIMEOUT),
       maxHistory: env.CLOUD_SESSION_MAX_HISTORY,
+      maxPerPrincipal: env.CLOUD_SESSION_MAX_PER_PRINCIPAL,
       cleanupIntervalMs: seconds(env.CLOUD_SESSION_CLEANUP_INTERVAL),
       redisUrl: env.REDIS_URL,
       redisKeyPrefix: env.REDIS_KEY_PREFIX,

@@ -9,6 +9,8 @@ import type { SessionStore } from './session-store';
  */
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
+  /** Session ids by owner, for {@link trimOwner}. */
+  private readonly owned = new Map<string, Set<string>>();
 
   constructor(
     private readonly timeoutMs: number,
@@ -17,6 +19,8 @@ export class MemorySessionStore implements SessionStore {
 
   async create(session: Session): Promise<void> {
     this.sessions.set(session.id, { ...session, settings: { ...session.settings }, history: [...session.history] });
+    const ids = this.owned.get(session.owner) ?? new Set<string>();
+    this.owned.set(session.owner, ids.add(session.id));
   }
 
   async get(id: string): Promise<Session | undefined> {
@@ -50,14 +54,23 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.sessions.delete(id);
+    return this.remove(id);
+  }
+
+  async trimOwner(owner: string, keep: number): Promise<number> {
+    const ids = this.owned.get(owner);
+    if (!ids || ids.size <= keep) return 0;
+    const byActivity = [...ids].map((id) => this.sessions.get(id)!).sort((a, b) => a.lastActiveAt - b.lastActiveAt);
+    const excess = byActivity.slice(0, byActivity.length - keep);
+    for (const session of excess) this.remove(session.id);
+    return excess.length;
   }
 
   async sweep(): Promise<number> {
     let removed = 0;
     for (const [id, session] of this.sessions) {
       if (this.expired(session)) {
-        this.sessions.delete(id);
+        this.remove(id);
         removed += 1;
       }
     }
@@ -69,6 +82,16 @@ export class MemorySessionStore implements SessionStore {
   /** How many sessions are held (expired ones not yet swept included). */
   get size(): number {
     return this.sessions.size;
+  }
+
+  private remove(id: string): boolean {
+    const session = this.sessions.get(id);
+    if (!session) return false;
+    this.sessions.delete(id);
+    const ids = this.owned.get(session.owner)!;
+    ids.delete(id);
+    if (ids.size === 0) this.owned.delete(session.owner);
+    return true;
   }
 
   private live(id: string): Session | undefined {

@@ -97,6 +97,8 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     const meta = { owner, createdAt: String(createdAt), lastActiveAt: String(lastActiveAt) };
     const created = await this.redis.createSession(...this.keys(id), this.ttlMs, JSON.stringify(meta), JSON.stringify(encodeSettings(settings)));
     if (created !== 1) throw new Error(`Session ${id} already exists`);
+    const index = this.ownerKey(owner);
+    await this.redis.multi().zadd(index, createdAt, id).pexpire(index, this.ttlMs).exec();
     if (history.length > 0) await this.appendHistory(id, history, history.length);
   }
 
@@ -138,6 +140,32 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     return (await this.redis.del(...this.keys(id))) > 0;
   }
 
+  /**
+   * The owner's index (a sorted set of session ids, expiring with the newest) may still name
+   * sessions Redis has expired: they are dropped from it here, before anything live is removed.
+   */
+  async trimOwner(owner: string, keep: number): Promise<number> {
+    const index = this.ownerKey(owner);
+    if ((await this.redis.zcard(index)) <= keep) return 0;
+    const ids = await this.redis.zrange(index, 0, -1);
+    const reads = await ids.reduce((pipeline, id) => pipeline.hget(this.keys(id)[0], 'lastActiveAt'), this.redis.pipeline()).exec();
+    const live: { id: string; lastActiveAt: number }[] = [];
+    const gone: string[] = [];
+    ids.forEach((id, at) => {
+      const [error, value] = reads?.[at] ?? [new Error('no reply')];
+      if (error) throw error;
+      if (value === null) gone.push(id);
+      else live.push({ id, lastActiveAt: Number(value) });
+    });
+    const excess = live.sort((a, b) => a.lastActiveAt - b.lastActiveAt).slice(0, Math.max(0, live.length - keep)).map(({ id }) => id);
+    const removed = [...gone, ...excess];
+    if (removed.length === 0) return 0;
+    const transaction = this.redis.multi().zrem(index, ...removed);
+    if (excess.length > 0) transaction.del(...excess.flatMap((id) => this.keys(id)));
+    await transaction.exec();
+    return excess.length;
+  }
+
   /** Redis expires sessions itself. */
   async sweep(): Promise<number> {
     return 0;
@@ -163,6 +191,10 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
       if (lost) this.logger.log('Redis connection restored');
       lost = false;
     });
+  }
+
+  private ownerKey(owner: string): string {
+    return `${this.prefix}sessions-of:${owner}`;
   }
 
   private keys(id: string): [meta: string, settings: string, history: string] {

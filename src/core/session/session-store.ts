@@ -19,6 +19,11 @@ export interface SessionStore {
   /** Marks the session active now, restarting its timeout. */
   touch(id: string): Promise<void>;
   delete(id: string): Promise<boolean>;
+  /**
+   * Keeps at most `keep` live sessions of `owner`, removing the least recently active others;
+   * returns how many it removed. Cheap while the owner is within `keep`.
+   */
+  trimOwner(owner: string, keep: number): Promise<number>;
   /** Removes expired sessions (a store with its own expiry, such as Redis TTLs, does nothing); returns how many. */
   sweep(): Promise<number>;
   /** Whether the store can serve requests right now (for `/health`). */

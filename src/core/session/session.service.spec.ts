@@ -35,6 +35,19 @@ describe('MemorySessionStore', () => {
     expect((await store.get('h'))!.history).toEqual([]);
   });
 
+  it("keeps an owner's most recently active sessions, and only that owner's", async () => {
+    const of = (id: string, owner: string) => ({ ...session(id), owner });
+    for (const id of ['o1', 'o2', 'o3']) {
+      await store.create(of(id, 'owner'));
+      now += 1;
+    }
+    await store.create(of('x1', 'stranger'));
+    await store.touch('o1');
+    expect(await store.trimOwner('owner', 3)).toBe(0);
+    expect(await store.trimOwner('owner', 1)).toBe(2);
+    expect([await store.get('o1'), await store.get('o2'), await store.get('o3'), await store.get('x1')].map(Boolean)).toEqual([true, false, false, true]);
+  });
+
   it('forgets idle sessions, and touch keeps them', async () => {
     await store.create(session('idle'));
     await store.create(session('busy'));
@@ -108,6 +121,7 @@ describe('SessionService', () => {
       appendHistory: () => Promise.reject(new Error('down')),
       touch: () => Promise.reject(new Error('down')),
       delete: () => Promise.reject(new Error('down')),
+      trimOwner: () => Promise.reject(new Error('down')),
       sweep: () => Promise.reject(new Error('down')),
       ready: false,
     };

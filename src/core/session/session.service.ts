@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { ANONYMOUS_PRINCIPAL } from '../auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import { SESSION_PRESENCE, SessionPresence } from './session-presence';
@@ -17,7 +18,9 @@ interface Attachment {
 /**
  * Conversations (LLM gateway spec, section 6): created on connect, resumed by id by the
  * principal that created them, kept until they are idle for `CLOUD_SESSION_TIMEOUT`, swept every
- * `CLOUD_SESSION_CLEANUP_INTERVAL`. A session attached to a live connection stays alive.
+ * `CLOUD_SESSION_CLEANUP_INTERVAL`. A session attached to a live connection stays alive. A token
+ * keeps at most `CLOUD_SESSION_MAX_PER_PRINCIPAL` sessions: a new one past it removes its least
+ * recently active (attached sessions are touched every sweep, so idle ones go first).
  *
  * One session, one connection, across every instance sharing the store: when a second
  * connection resumes a session (a device that reconnected, perhaps to another instance, before
@@ -67,6 +70,11 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
       history: [],
     };
     await this.guard(() => this.store.create(session));
+    const { maxPerPrincipal } = this.config.session;
+    if (maxPerPrincipal > 0 && owner !== ANONYMOUS_PRINCIPAL) {
+      const removed = await this.guard(() => this.store.trimOwner(owner, maxPerPrincipal));
+      if (removed > 0) this.logger.debug?.(`Removed ${removed} least recently active session(s) of ${owner} (CLOUD_SESSION_MAX_PER_PRINCIPAL)`);
+    }
     return session;
   }
 
