@@ -1,7 +1,6 @@
-import { CanActivate, ExecutionContext, ForbiddenException, Injectable, Optional, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import { ConnectionRegistry } from '../ws/connection-registry';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { AccessTokenService, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
@@ -13,9 +12,9 @@ export interface AuthenticatedRequest extends IncomingMessage {
   principal?: string;
 }
 
-/** Why a principal may not open a connection of `protocol` now; `undefined` when it may. */
+/** Why a principal may not open a connection of `protocol`; `undefined` when it may. */
 export interface AdmissionRefusal {
-  status: 403 | 429;
+  status: 403;
   reason: string;
 }
 
@@ -26,8 +25,7 @@ export interface AdmissionRefusal {
  * - on HTTP routes (`@UseGuards`), answering 401/403.
  *
  * A named token of the tokens file is also held to its `protocols` (403 at the upgrade or on the
- * controller marked `@GatewayProtocol`) and to its `max_connections` (429 at the upgrade: it is
- * the client's own quota, not the server being full).
+ * controller marked `@GatewayProtocol`).
  *
  * It checks the shared realm; a protocol with a realm of its own extends it and overrides
  * {@link realm} (see `AccessTokenService.defineRealm`).
@@ -37,10 +35,7 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   /** The token realm this guard checks. */
   protected readonly realm: string = SHARED_REALM;
 
-  constructor(
-    protected readonly tokens: AccessTokenService,
-    @Optional() protected readonly connections?: ConnectionRegistry,
-  ) {}
+  constructor(protected readonly tokens: AccessTokenService) {}
 
   canUpgrade(context: UpgradeContext): void {
     const result = this.tokens.authenticate(readBearerToken(context.request), this.realm);
@@ -70,16 +65,12 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   }
 
   /**
-   * Whether `principal` may open one more connection of `protocol`: its token's `protocols` and
-   * `max_connections` (counted over every protocol's open connections of that principal).
+   * Whether `principal` may open a connection of `protocol`: its token's `protocols`. (Its
+   * `max_connections` is counted with the other connection caps, in `ConnectionCaps`.)
    */
   admissionRefusal(principal: string, protocol: string): AdmissionRefusal | undefined {
-    const grant = this.tokens.grantOf(principal);
-    const refused = protocolRefusal(grant, protocol);
-    if (refused) return { status: 403, reason: refused };
-    if (grant.maxConnections === undefined || !this.connections) return undefined;
-    if (this.connections.countPrincipal(principal) < grant.maxConnections) return undefined;
-    return { status: 429, reason: `Too many connections for token "${grant.name}": at most ${grant.maxConnections} at once (max_connections)` };
+    const refused = protocolRefusal(this.tokens.grantOf(principal), protocol);
+    return refused ? { status: 403, reason: refused } : undefined;
   }
 
   /** {@link admissionRefusal} for a connection that authenticates with a frame: thrown in the gateway's error vocabulary. */

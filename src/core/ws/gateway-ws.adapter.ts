@@ -4,8 +4,10 @@ import type { Server as HttpServer } from 'http';
 import { WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { MetricsService } from '../../metrics/metrics.service';
+import { AccessTokenService } from '../auth/access-token.service';
 import { OriginPolicy } from '../http/origin-policy';
 import { DrainService } from '../lifecycle/drain.service';
+import type { TokenQuota } from './connection-caps';
 import { ConnectionRegistry } from './connection-registry';
 import { FrameDispatcher } from './frame-dispatcher';
 import { OVERSIZED_FRAME_CEILING, ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
@@ -125,10 +127,25 @@ export class GatewayWsAdapter extends WsAdapter {
         this.app.get(OriginPolicy),
         this.app.get<GatewayConfig>(GATEWAY_CONFIG).connections,
         this.metrics()?.refused,
+        this.tokenQuotas(),
       );
       if (this.httpServer) this.ensureHttpServerExists(0, this.httpServer);
     }
     return this.router;
+  }
+
+  /** Named tokens' `max_connections`, when the app has tokens (an app built without `GatewayModule` may not). */
+  private tokenQuotas(): ((principal: string) => TokenQuota | undefined) | undefined {
+    let tokens: AccessTokenService;
+    try {
+      tokens = this.app.get(AccessTokenService, { strict: false });
+    } catch {
+      return undefined;
+    }
+    return (principal) => {
+      const { name, maxConnections } = tokens.grantOf(principal);
+      return name === undefined || maxConnections === undefined ? undefined : { name, maxConnections };
+    };
   }
 
   /** The app's metrics, when it has them (an app built without `GatewayModule` may not). */

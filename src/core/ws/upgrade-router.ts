@@ -7,7 +7,7 @@ import type { Duplex } from 'stream';
 import type { WebSocketServer } from 'ws';
 import type { ConnectionCapsConfig } from '../../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
-import { ConnectionCaps } from './connection-caps';
+import { ConnectionCaps, TokenQuota } from './connection-caps';
 import { ConnectionLimitGuard } from './connection-limit.guard';
 import type { ConnectionRegistry } from './connection-registry';
 import { boundAddressOf, OriginPolicy } from '../http/origin-policy';
@@ -73,8 +73,9 @@ export class UpgradeRouter {
     private readonly capsConfig: ConnectionCapsConfig,
     /** Hears every refused upgrade (the metrics). */
     private readonly onRefused: RefusalListener = () => undefined,
+    quotaOf?: (principal: string) => TokenQuota | undefined,
   ) {
-    this.caps = new ConnectionCaps(capsConfig, registry);
+    this.caps = new ConnectionCaps(capsConfig, registry, quotaOf);
   }
 
   add(route: WsRoute): void {
