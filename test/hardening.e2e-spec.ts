@@ -118,7 +118,7 @@ describe('hardening', () => {
       let frame: any;
       do frame = await socket.next(5000);
       while (frame.type !== 'error');
-      expect(frame).toMatchObject({ code: 'LLM_ERROR', details: 'The model server at http://***@127.0.0.1:9/v1/ could not be reached' });
+      expect(frame).toMatchObject({ code: 'LLM_ERROR', details: 'The model server at http://***:***@127.0.0.1:9/v1/ could not be reached' });
       const logged = warnings.mock.calls.map(([message]) => String(message)).filter((message) => message.startsWith('LLM request failed'));
       expect(logged).toEqual([expect.stringMatching(/^LLM request failed: Connection error\. \(.*ECONNREFUSED.*\)$/)]);
       await socket.close();

@@ -154,6 +154,6 @@ describe('RedisSessionStore, against a real Redis', () => {
   it('fails to connect with a clear error naming REDIS_URL, without the password', async () => {
     const error = await RedisSessionStore.connect('redis://:hunter2@127.0.0.1:1', prefix, 1000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);
-    expect((error as Error).message).toBe('Cannot reach Redis at redis://***@127.0.0.1:1 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:1');
+    expect((error as Error).message).toBe('Cannot reach Redis at redis://:***@127.0.0.1:1 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:1');
   });
 });

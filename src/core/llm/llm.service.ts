@@ -12,7 +12,7 @@ import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { stripHiddenText } from '../speech/hidden-text';
 import { endSpan, TracingService } from '../tracing/tracing.service';
 import { httpFetch } from './http-fetch';
-import { redactUrlCredentials } from '../logging/redact';
+import { redactUrl, redactUrlCredentials } from '../logging/redact';
 
 export type LlmMessage = ChatCompletionMessageParam;
 export type LlmTool = ChatCompletionFunctionTool;
@@ -199,7 +199,7 @@ export class LlmService {
   private describe(error: unknown): GatewayError {
     const detail =
       error instanceof APIConnectionError
-        ? `The model server at ${redactUrlCredentials(this.config.llm.baseUrl)} could not be reached`
+        ? `The model server at ${redactUrl(this.config.llm.baseUrl)} could not be reached`
         : error instanceof APIError && error.status !== undefined
           ? `The model server answered HTTP ${error.status}`
           : `The model's answer could not be read: ${(error as Error)?.message ?? error}`;

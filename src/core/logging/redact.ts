@@ -1,5 +1,5 @@
-/** `scheme://user:password@` in a URL. */
-const URL_CREDENTIALS = /\/\/[^/\s:@]+:[^/\s@]+@/g;
+/** `scheme://user:password@` (or `scheme://:password@`) in a URL. */
+const URL_CREDENTIALS = /\/\/[^/\s:@]*:[^/\s@]+@/g;
 
 /**
  * `text` with the credentials of every URL in it (`http://user:password@host/`) replaced by
@@ -7,6 +7,28 @@ const URL_CREDENTIALS = /\/\/[^/\s:@]+:[^/\s@]+@/g;
  */
 export function redactUrlCredentials(text: string): string {
   return text.replace(URL_CREDENTIALS, '//***@');
+}
+
+/** Query parameters whose values are secrets wherever they appear in a URL. */
+const SECRET_PARAMETER = /key|token|secret|password|passwd|auth|signature/i;
+
+/**
+ * A URL fit for a log: user name and password replaced by `***`, and so are the values of
+ * query parameters named like secrets. What does not parse as a URL gets {@link redactUrlCredentials}.
+ */
+export function redactUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return redactUrlCredentials(text);
+  }
+  if (url.username) url.username = '***';
+  if (url.password) url.password = '***';
+  for (const name of [...url.searchParams.keys()]) {
+    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, '***');
+  }
+  return url.toString();
 }
 
 /** `value` with `redact` applied to every string in it, however deep; the rest is copied as is. */

@@ -1,27 +1,7 @@
 import type { AddressInfo } from 'net';
 import { GatewayConfig, hasTokens } from '../../config/gateway-config';
+import { redactUrl } from './redact';
 
-/** Query parameters whose values are secrets wherever they appear in a URL. */
-const SECRET_PARAMETER = /key|token|secret|password|passwd|auth|signature/i;
-
-/**
- * A URL fit for a log: user name and password replaced by `***`, and so are the values of
- * query parameters named like secrets. What is not a URL is returned as it is.
- */
-export function redactUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return text;
-  }
-  if (url.username) url.username = '***';
-  if (url.password) url.password = '***';
-  for (const name of [...url.searchParams.keys()]) {
-    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, '***');
-  }
-  return url.toString();
-}
 
 /**
  * The host to put in URLs a person can open: a wildcard bind (`0.0.0.0`, `::`) is reachable

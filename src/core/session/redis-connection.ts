@@ -1,5 +1,6 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { StartupError } from '../errors/startup-error';
+import { redactUrl } from '../logging/redact';
 
 /** How long a Redis command may take before the request fails with SESSION_ERROR. */
 export const COMMAND_TIMEOUT_MS = 2000;
@@ -10,12 +11,8 @@ const CONNECT_TIMEOUT_MS = 5000;
 /** Thrown at boot when Redis cannot be reached; the message names the URL (without its password). */
 export class RedisUnavailableError extends StartupError {
   constructor(url: string, cause: string) {
-    super(`Cannot reach Redis at ${redactPassword(url)} (REDIS_URL): ${cause}`);
+    super(`Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${cause}`);
   }
-}
-
-export function redactPassword(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, '//***@');
 }
 
 /**
