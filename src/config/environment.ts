@@ -472,6 +472,22 @@ export class EnvironmentVariables {
   @Min(1)
   MCP_WS_MAX_CONNECTIONS = 1;
 
+  // --- MCP Streamable HTTP ---
+  /** MCP Streamable HTTP sessions this instance holds at once; past it an `initialize` is answered 503. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  MCP_HTTP_MAX_SESSIONS = 1000;
+
+  /**
+   * MCP Streamable HTTP sessions one token may hold (across instances with REDIS_URL); past it
+   * an `initialize` is answered 429. 0: no limit.
+   */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL = 100;
+
   // --- client tools (spec 8.4) ---
   @BooleanFromEnv()
   @IsBoolean()

@@ -121,6 +121,13 @@ export interface GatewayConfig {
       authTimeoutMs: number;
       maxConnections: number;
     };
+    /** Caps on Streamable HTTP sessions. */
+    http: {
+      /** Held by this instance. */
+      maxSessions: number;
+      /** Per token, across instances sharing a Redis; 0: no limit. */
+      maxSessionsPerPrincipal: number;
+    };
   };
   clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
   console: { enabled: boolean };
@@ -276,6 +283,10 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
         heartbeatTimeoutMs: env.MCP_WS_HEARTBEAT_TIMEOUT,
         authTimeoutMs: env.MCP_WS_AUTH_TIMEOUT,
         maxConnections: env.MCP_WS_MAX_CONNECTIONS,
+      },
+      http: {
+        maxSessions: env.MCP_HTTP_MAX_SESSIONS,
+        maxSessionsPerPrincipal: env.MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL,
       },
     },
     clientTools: {

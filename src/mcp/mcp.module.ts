@@ -5,7 +5,9 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
 import { HealthModule } from '../health/health.module';
 import { HealthService } from '../health/health.service';
+import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './http/mcp-http-session-store';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
+import { RedisMcpHttpSessionStore } from './http/redis-mcp-http-session-store';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
@@ -29,6 +31,14 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
     McpService,
     McpGateway,
     McpHttpSessions,
+    {
+      provide: MCP_HTTP_SESSION_STORE,
+      inject: [GATEWAY_CONFIG],
+      useFactory: ({ session, mcp }: GatewayConfig) =>
+        session.redisUrl && mcp.enabled
+          ? RedisMcpHttpSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
+          : new LocalMcpHttpSessionStore(),
+    },
     McpDedicatedListener,
     McpAuthGuard,
     McpEnabledGuard,
