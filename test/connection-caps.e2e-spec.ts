@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { RunningGateway, startGateway } from './support/gateway';
 import { TestSocket, UpgradeRefused } from './support/test-socket';
@@ -114,6 +116,15 @@ describe('connection caps', () => {
       expect(await busy.next()).toMatchObject({ id: 3, error: { code: -32029, message: expect.stringMatching(/WS_MAX_CALLS_IN_FLIGHT/) } });
       expect(await other.next()).toMatchObject({ id: 1, result: { structuredContent: { done: true } } });
       await Promise.all([busy.close(), other.close()]);
+    });
+
+    it('bounds an MCP Streamable HTTP session the same way', async () => {
+      const client = new Client({ name: 'calls-in-flight', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: 'Bearer mcp-secret' } } }));
+      const calls = await Promise.allSettled([1, 2, 3].map(() => client.callTool({ name: 'countdown', arguments: countdown })));
+      expect(calls.filter((call) => call.status === 'fulfilled')).toHaveLength(2);
+      expect(calls.find((call) => call.status === 'rejected')).toMatchObject({ reason: { code: -32029, message: expect.stringMatching(/WS_MAX_CALLS_IN_FLIGHT/) } });
+      await client.close();
     });
   });
 

@@ -147,7 +147,7 @@ export class EnvironmentVariables {
   @Min(65536)
   WS_MAX_BUFFERED_BYTES = 4_194_304;
 
-  /** Tool calls one WebSocket connection (MCP, LiteMCP, UTCP) may have running at once; past it a call is refused as rate limited. */
+  /** Tool calls one WebSocket connection (MCP, LiteMCP, UTCP) or MCP Streamable HTTP session may have running at once; past it a call is refused as rate limited. */
   @NumberFromEnv()
   @IsInt()
   @Min(1)

@@ -7,6 +7,7 @@ import type { ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
+import { CallsInFlight } from '../../core/limits/calls-in-flight';
 import { initializeParamsProblem } from '../initialize-params';
 import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
 import { McpService } from '../mcp.service';
@@ -203,7 +204,8 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
       sessionIdGenerator: () => sessionId,
       onsessionclosed: () => this.forget(sessionId, principal),
     });
-    return [this.mcp.createServer({ principal, connectionId: sessionId }), transport];
+    const callsInFlight = new CallsInFlight(this.config.connections.maxCallsInFlight);
+    return [this.mcp.createServer({ principal, connectionId: sessionId, callsInFlight }), transport];
   }
 
   /** Holds this instance's copy of a session in {@link sessions} until its transport closes. */
