@@ -4,6 +4,7 @@ import { McpHttpSessions } from '../src/mcp/http/mcp-http-sessions.service';
 import { LiteMcpClient } from './support/litemcp-client';
 import { listeningPort, startMain } from './support/main-process';
 import { AuthFailed, EnvelopeClient } from './support/mcp-envelope-client';
+import { mcpHttp } from './support/mcp-http';
 import { RunningGateway, startGateway } from './support/gateway';
 import { freePort, listenOn } from './support/ports';
 import { TestSocket, UpgradeRefused } from './support/test-socket';
@@ -17,16 +18,6 @@ const INITIALIZE = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
 
-/** A raw Streamable HTTP request to `/mcp`, with the headers the transport requires. */
-async function mcpHttp(gateway: RunningGateway, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const response = await fetch(gateway.http('/mcp'), {
-    method: init.method ?? 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...init.headers },
-    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
-}
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const plain = (token?: string) => ({ protocols: ['mcp'], headers: token ? bearer(token) : {} });
