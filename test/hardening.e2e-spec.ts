@@ -108,6 +108,32 @@ describe('hardening', () => {
     }
   });
 
+  it("answers a 500 KB text_input without stalling, and keeps those words out of the log but for a bounded part", async () => {
+    const chatty = await startLlmStack({ CLOUD_LOG_LEVEL: 'DEBUG', AUDIT_LOG_ARGUMENTS: 'true', MCP_WS_AUTH_TOKEN: 't' });
+    const lines: string[] = [];
+    const capture = (chunk: unknown) => (lines.push(String(chunk)), true);
+    const writes = [jest.spyOn(process.stdout, 'write').mockImplementation(capture), jest.spyOn(process.stderr, 'write').mockImplementation(capture)];
+    const big = 'x'.repeat(500_000);
+    try {
+      const device = await chatty.connect();
+      device.send({ type: 'text_input', text: big });
+      expect((await device.until('llm_response')).pop().content).toHaveLength('You said: '.length + big.length);
+      const mcp = await TestSocket.open(chatty.gateway.ws('/mcp'), { protocols: ['mcp'], headers: { Authorization: 'Bearer t' } });
+      mcp.send({ jsonrpc: '2.0', id: 1, method: big });
+      mcp.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: big, arguments: {} } });
+      await Promise.all([mcp.next(5000), mcp.next(5000)]);
+      const utcp = await TestSocket.open(chatty.gateway.ws('/utcp'));
+      utcp.send({ type: 'call', id: 1, tool: 'calculator', params: { a: big, b: 1 } });
+      await utcp.next(5000);
+      await Promise.all([device.close(), mcp.close(), utcp.close()]);
+    } finally {
+      writes.forEach((write) => write.mockRestore());
+      await chatty.close();
+    }
+    expect(lines.some((line) => line.includes('"event":"turn"'))).toBe(true);
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThan(5_000);
+  });
+
   it('never shows the password of LLM_BASE_URL to a client, and logs the unreachable model in one line', async () => {
     const gateway = await startGateway({ LLM_BASE_URL: 'http://voice:hunter22@127.0.0.1:9/v1/', LLM_MAX_RETRIES: 0, LLM_TIMEOUT: 3 });
     const warnings = jest.spyOn(Logger.prototype, 'warn');

@@ -24,9 +24,11 @@ function cleanLine(line: string, language: LanguageCode): string {
     .replace(/^\s{0,3}#{1,6}\s+/, '') // headings
     .replace(/^\s{0,3}>\s?/, '') // block quotes
     .replace(/^\s*[-*+]\s+(\[[ xX]\]\s+)?/, '') // bullets and task boxes; ordered numbers are words, kept
-    .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1') // images -> alt text
-    .replace(/\[([^\]]+)\]\([^)]*\)/g, '$1') // links -> their text
-    .replace(/<(https?:\/\/[^>]+)>/g, '$1') // autolinks
+    // Images, links and autolinks: no part runs past the next bracket, so a line of unclosed
+    // brackets costs a pass, not a pass per bracket.
+    .replace(/!\[([^[\]]*)\]\([^()[\]]*\)/g, '$1') // images -> alt text
+    .replace(/\[([^[\]]+)\]\([^()[\]]*\)/g, '$1') // links -> their text
+    .replace(/<(https?:\/\/[^<>]+)>/g, '$1') // autolinks
     .replace(/`([^`]+)`/g, '$1') // inline code
     .replace(/(\*\*|__)(?=\S)([\s\S]*?\S)\1/g, '$2') // bold
     .replace(/(^|[^\w*])\*(?=\S)([^*]*?\S)\*(?![\w*])/g, '$1$2') // italics with *

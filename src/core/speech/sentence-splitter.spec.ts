@@ -62,4 +62,11 @@ describe('SentenceSplitter', () => {
     expect(split('Sure, let me look up the weather for you. Done.', 4, { firstClauseChars: 4 })).toEqual(['Sure,', ' let me look up the weather for you.', ' Done.']);
     expect(split('It costs 1,000 yuan, which is a lot.', 3, { firstClauseChars: 4 })).toEqual(['It costs 1,000 yuan,', ' which is a lot.']);
   });
+
+  it('does not scan the whitespace it holds again at every push', () => {
+    const splitter = new SentenceSplitter();
+    // 200,000 pushes of whitespace: quadratic, this was minutes.
+    for (let index = 0; index < 200_000; index += 1) expect(splitter.push(' \t')).toEqual([]);
+    expect(splitter.push('Hello there. ')).toEqual([`${' \t'.repeat(200_000)}Hello there.`]);
+  });
 });

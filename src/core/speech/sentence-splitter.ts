@@ -34,6 +34,8 @@ export interface SentenceSplitterOptions {
  */
 export class SentenceSplitter {
   private buffer = '';
+  /** How much of the buffer's start is known to be whitespace: not scanned again at each push. */
+  private leadingSpace = 0;
   private pieces = 0;
   private readonly maxChars: number;
   private readonly firstClauseChars: number;
@@ -65,12 +67,14 @@ export class SentenceSplitter {
     }
     if (this.buffer.trim()) out.push(this.take(this.buffer.length));
     this.buffer = '';
+    this.leadingSpace = 0;
     return out;
   }
 
   private take(end: number): string {
     const piece = this.buffer.slice(0, end);
     this.buffer = this.buffer.slice(end);
+    this.leadingSpace = 0;
     this.pieces += 1;
     return piece;
   }
@@ -81,8 +85,9 @@ export class SentenceSplitter {
    */
   private findEnd(final: boolean): number | undefined {
     const text = this.buffer;
-    let start = 0;
+    let start = this.leadingSpace;
     while (start < text.length && isSpace(text[start])) start++;
+    this.leadingSpace = start;
     let lastComma = -1;
     let lastSpace = -1;
     for (let i = start; i < text.length; i++) {

@@ -146,9 +146,15 @@ const LANGUAGES: Record<LanguageCode, SpokenLanguage> = {
   },
 };
 
-const NUMBER = String.raw`(\d+(?:[.,]\d+)?)`;
-/** A word or number on either side of a connecting symbol. */
+/**
+ * A number, matched only from the first digit of a run (the lookbehind): without it, a long run
+ * of digits with no symbol after it would be tried from each of its digits, quadratic in its
+ * length, and a model's (or a client's) long answer would hold the event loop for seconds.
+ */
+const NUMBER = String.raw`(?<!\d)(\d+(?:[.,]\d+)?)`;
+/** A word or number on either side of a connecting symbol; the first one only from a word's start, as above. */
 const SIDE = String.raw`([\p{L}\p{N}]+)`;
+const FIRST_SIDE = String.raw`(?<![\p{L}\p{N}])${SIDE}`;
 
 /** Each symbol's pattern and how the language says it, in the order they apply. */
 const RULES: [RegExp, (spoken: SpokenLanguage, ...groups: string[]) => string][] = [
@@ -159,8 +165,8 @@ const RULES: [RegExp, (spoken: SpokenLanguage, ...groups: string[]) => string][]
   [new RegExp(`${NUMBER}\\s*(?:km/h|kph|公里/小时)`, 'giu'), (l, n) => l.kmh(n)],
   [new RegExp(`${NUMBER}\\s*(?:m²|㎡|平方米)`, 'gu'), (l, n) => l.squareMeters(n)],
   [new RegExp(`${NUMBER}\\s*[~～〜]\\s*${NUMBER}`, 'gu'), (l, a, b) => l.range(a, b)],
-  [new RegExp(`${SIDE}\\s*(?:→|->|⟶)\\s*${SIDE}`, 'gu'), (l, a, b) => l.arrow(a, b)],
-  [new RegExp(`${SIDE}\\s*&\\s*${SIDE}`, 'gu'), (l, a, b) => l.and(a, b)],
+  [new RegExp(`${FIRST_SIDE}\\s*(?:→|->|⟶)\\s*${SIDE}`, 'gu'), (l, a, b) => l.arrow(a, b)],
+  [new RegExp(`${FIRST_SIDE}\\s*&\\s*${SIDE}`, 'gu'), (l, a, b) => l.and(a, b)],
   [/(?<![\d/.])(\d+)\/(\d+)(?![\d/])/gu, (l, a, b) => l.fraction(a, b)],
 ];
 
