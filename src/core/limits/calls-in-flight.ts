@@ -19,6 +19,9 @@ export class TooManyCallsError extends GatewayError {
  */
 export class CallsInFlight {
   private running = 0;
+  private readonly release = (): void => {
+    this.running -= 1;
+  };
 
   constructor(readonly limit: number) {}
 
@@ -41,8 +44,8 @@ export class CallsInFlight {
       this.running -= 1;
       return result;
     }
-    return result.finally(() => {
-      this.running -= 1;
-    });
+    // The caller keeps the call's own promise; releasing beside it costs less than a `finally` chain.
+    result.then(this.release, this.release);
+    return result;
   }
 }
