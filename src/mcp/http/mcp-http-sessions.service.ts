@@ -6,7 +6,8 @@ import { randomUUID } from 'crypto';
 import type { ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
-import { initializeParamsProblem } from '../initialize-params';
+import { FRAME_MAX_DEPTH, withinDepth } from '../../core/validation/frame-schema';
+import { initializeParamsProblem } from '../request-params';
 import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
 import { McpService } from '../mcp.service';
 
@@ -79,6 +80,10 @@ export class McpHttpSessions implements BeforeApplicationShutdown {
     if (!STREAMABLE_HTTP_METHODS.includes(request.method ?? '')) {
       response.setHeader('Allow', STREAMABLE_HTTP_METHODS.join(', '));
       return reply(response, 405, SERVER_ERROR, 'Method not allowed: Streamable HTTP uses GET, POST and DELETE');
+    }
+    // The SDK's own parsing recurses: a body nested 10,000 deep overflowed the stack there.
+    if (!withinDepth(body, FRAME_MAX_DEPTH)) {
+      return reply(response, 400, ErrorCode.InvalidRequest, `Invalid Request: the message nests deeper than ${FRAME_MAX_DEPTH} levels`, requestIdOf(body));
     }
     const sessionId = request.headers['mcp-session-id'];
     if (sessionId !== undefined) {
