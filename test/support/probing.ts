@@ -1,7 +1,12 @@
+import { createHook } from 'async_hooks';
+import { sep } from 'path';
+import { setFlagsFromString } from 'v8';
+import { runInNewContext } from 'vm';
+
 /**
  * Inputs and checks the probing suites share: frames nested past any sane depth, keys that would
  * pollute `Object.prototype` if something merged them, the log a gateway writes while probed,
- * and a wait for the gateway's state to settle.
+ * a wait for the gateway's state to settle, its live timers, and a full garbage collection.
  */
 
 /** `depth` arrays inside one another around `leaf`, as JSON text (JSON.stringify would overflow the stack). */
@@ -79,4 +84,49 @@ export function activeResources(): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const kind of process.getActiveResourcesInfo()) counts[kind] = (counts[kind] ?? 0) + 1;
   return counts;
+}
+
+/**
+ * Timers the gateway's own code (`src/`) made since {@link start} and still live, unref'd ones
+ * included (which `process.getActiveResourcesInfo()` leaves out), found by async_hooks: a timer
+ * counts from its creation until it fires or is cleared. Timers of Node's HTTP internals and of
+ * the test's clients are not the gateway's to clear.
+ */
+export class TimerCensus {
+  /** Each live timer of the gateway's: its delay and where it was made. */
+  private readonly live = new Map<number, string>();
+  private readonly hook = createHook({
+    init: (id, type, _trigger, resource) => {
+      if (type !== 'Timeout') return;
+      const madeAt = (new Error().stack ?? '').split('\n').find((line) => line.includes(`${sep}src${sep}`) && !line.includes('node_modules'));
+      if (madeAt) this.live.set(id, `${(resource as { _idleTimeout?: number })._idleTimeout} ms timer made ${madeAt.trim()}`);
+    },
+    destroy: (id) => {
+      this.live.delete(id);
+    },
+  });
+
+  start(): this {
+    this.hook.enable();
+    return this;
+  }
+
+  /** Stops counting, once the destroy events of timers already cleared have come in (they come asynchronously). */
+  async stop(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    this.hook.disable();
+  }
+
+  /** The live timers, each as its delay and where it was made. */
+  get origins(): string[] {
+    return [...this.live.values()];
+  }
+}
+
+/** A full garbage collection, by the V8 flag set at run time (jest runs without `--expose-gc`). */
+export function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  gc();
 }
