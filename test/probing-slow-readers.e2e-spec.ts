@@ -1,6 +1,8 @@
 import { CLOSE_POLICY_VIOLATION, GatewayConnection } from '../src/core/ws/connection';
 import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { MetricsService } from '../src/metrics/metrics.service';
+import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
+import { IncomingMessage, request } from 'http';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { eventually } from './support/probing';
 import { TestSocket } from './support/test-socket';
@@ -88,5 +90,40 @@ describe('probing: slow readers on every protocol', () => {
     expect(sent).toBeLessThan(60_000);
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
     reader.socket.terminate();
+  });
+
+  it('UTCP over HTTP: an event stream whose client stops reading is cut off at the bound, and its call stopped', async () => {
+    let pieces = 0;
+    let stopped = false;
+    stack.gateway.app.get(ToolRegistryService).register({
+      name: 'probe.firehose',
+      description: 'Streams 10 KB pieces as fast as it can',
+      source: 'module',
+      inputSchema: { type: 'object' },
+      handler: async function* () {
+        const piece = 'x'.repeat(10_000);
+        try {
+          for (;;) {
+            pieces += 1;
+            yield piece;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } finally {
+          stopped = true;
+        }
+      },
+    });
+    const call = request(stack.gateway.http('/utcp/probe.firehose?stream=true'), { method: 'POST', headers: { 'Content-Type': 'application/json' } });
+    call.on('error', () => undefined);
+    call.end('{}');
+    const response = await new Promise<IncomingMessage>((resolve) => call.once('response', resolve));
+    response.on('error', () => undefined);
+    response.pause();
+    const before = process.memoryUsage().rss;
+    await eventually(() => stopped, 'the streaming call stopped', 10_000);
+    // The bound, and what the kernel's socket buffers took before it: a few megabytes, not the gigabyte of before.
+    expect(pieces * 10_000).toBeLessThan(32 * 1024 * 1024);
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    response.destroy();
   });
 });
