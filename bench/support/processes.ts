@@ -22,6 +22,8 @@ export interface ServerProcess {
   readonly pid: number;
   /** Memory and CPU of the server process, read inside it by the usage probe. */
   usage(): Promise<ServerUsage>;
+  /** Sends `message` on the IPC channel; resolves with the first answer of the same `type`. */
+  ask<T>(message: { type: string }): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -74,7 +76,8 @@ export async function startServer(spec: ServerSpec, port: number): Promise<Serve
     name: spec.name,
     port,
     pid: child.pid!,
-    usage: () => askUsage(child),
+    usage: () => ask<ServerUsage>(child, { type: 'usage' }),
+    ask: (message) => ask(child, message),
     async stop() {
       if (gone) return;
       child.kill('SIGTERM');
@@ -93,16 +96,24 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-function askUsage(child: ChildProcess): Promise<ServerUsage> {
+let questions = 0;
+
+/**
+ * Sends `question` with an `id` of its own; resolves with the answer of its type that echoes
+ * that id (or echoes none: the usage probe does not), so questions asked at once never take
+ * each other's answers.
+ */
+function ask<T>(child: ChildProcess, question: { type: string }): Promise<T> {
+  const id = ++questions;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('The usage probe did not answer')), 10_000);
-    const onMessage = (message: { type?: string } & ServerUsage) => {
-      if (message?.type !== 'usage') return;
+    const timer = setTimeout(() => reject(new Error(`The server did not answer "${question.type}"`)), 10_000);
+    const onMessage = (message: { type?: string; id?: number }) => {
+      if (message?.type !== question.type || (message.id !== undefined && message.id !== id)) return;
       clearTimeout(timer);
       child.off('message', onMessage);
-      resolve(message);
+      resolve(message as T);
     };
     child.on('message', onMessage);
-    child.send({ type: 'usage' });
+    child.send({ ...question, id });
   });
 }

@@ -17,6 +17,7 @@ import { textOfContent } from '../core/tools/tool-content';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import type { PreparedToolCall } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { FRAME_MAX_DEPTH, withinDepth } from '../core/validation/frame-schema';
 import { endSpan, TracingService } from '../core/tracing/tracing.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { FILLERS } from './fillers';
@@ -31,8 +32,10 @@ import { Turn } from './turn';
 /** One tool call of the model's, looked up and checked once. */
 interface PlannedCall {
   call: LlmToolCall;
-  /** The parsed arguments; `undefined` when the model wrote something that is not a JSON object. */
+  /** The parsed arguments; `undefined` when the model wrote something that is not a JSON object, or nested too deep. */
   args?: Record<string, unknown>;
+  /** Why the arguments cannot be used as a value, when it is not that they are no JSON object. */
+  problem?: string;
   prepared?: PreparedToolCall;
   /** Runs on the device, through `tool_callback`. */
   onDevice: boolean;
@@ -285,7 +288,11 @@ export class TurnService {
     }, delay);
   }
 
-  /** Reads the model's arguments and looks the call up as the connection sees the catalogue, checking them once. */
+  /**
+   * Reads the model's arguments and looks the call up as the connection sees the catalogue,
+   * checking them once. Arguments nested past the frame depth are kept as the model's text: as
+   * a value they could not be put in a frame (JSON.stringify overflows the stack on them).
+   */
   private plan(connection: LlmConnection, call: LlmToolCall): PlannedCall {
     const onDevice = this.registry.get(call.name, connection.id)?.source === `client:${connection.id}`;
     let args: Record<string, unknown> | undefined;
@@ -294,6 +301,9 @@ export class TurnService {
       if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
     } catch {
       // reported as INVALID_TOOL_PARAMETERS when the call runs
+    }
+    if (args !== undefined && !withinDepth(args, FRAME_MAX_DEPTH)) {
+      return { call, onDevice, problem: `Arguments for "${call.name}" nest deeper than ${FRAME_MAX_DEPTH} levels` };
     }
     if (args === undefined) return { call, onDevice };
     return { call, args, onDevice, prepared: this.registry.prepare(call.name, args, connection.id, connection.principal) };
@@ -304,7 +314,7 @@ export class TurnService {
     const prepared = call.prepared ?? {
       name: call.call.name,
       args: call.call.arguments,
-      problem: { code: 'INVALID_TOOL_PARAMETERS', message: `Arguments for "${call.call.name}" are not a JSON object` },
+      problem: { code: 'INVALID_TOOL_PARAMETERS', message: call.problem ?? `Arguments for "${call.call.name}" are not a JSON object` },
     };
     return this.registry.run(prepared, { connectionId: connection.id, principal: connection.principal, sessionId, turnId: turn.id, signal, protocol: 'llm' });
   }

@@ -9,7 +9,6 @@ import {
   Implementation,
   InitializeRequest,
   InitializeResult,
-  ListToolsRequestSchema,
   McpError,
   RequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -25,7 +24,7 @@ import type { InvokeOptions } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
-import { checkedInitialize, InitializeWithAnyParams } from './initialize-params';
+import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
 import { MCP_PROTOCOL } from './mcp.constants';
 import { RATE_LIMITED_ERROR } from './mcp.errors';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
@@ -87,7 +86,10 @@ export class McpService {
       jsonSchemaValidator: this.validator,
     });
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list(undefined, caller.principal).map(toMcpTool) }));
+    server.setRequestHandler(ListToolsWithAnyParams, (request) => {
+      checkedListTools(request);
+      return { tools: this.registry.list(undefined, caller.principal).map(toMcpTool) };
+    });
     server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) =>
       // The SDK has checked the params against CallToolRequestSchema by now (see ToolsCallWithAnyParams).
       this.call((request as CallToolRequest).params, caller, extra.signal),

@@ -1,5 +1,6 @@
 import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { SessionService } from '../core/session/session.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
@@ -33,6 +34,7 @@ export class MetricsModule implements OnApplicationBootstrap {
     registerScrapeTimeMetrics(this.metrics.registry, {
       connections: this.modules.get(ConnectionRegistry, { strict: false }),
       sessions: this.modules.get(SessionService, { strict: false }),
+      tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: this.optional(UpstreamServersService),
     });
   }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { SessionService } from '../core/session/session.service';
+import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
@@ -9,6 +10,7 @@ import { KNOWN_PROTOCOLS } from './metric-labels';
 export interface ScrapeSources {
   connections: ConnectionRegistry;
   sessions: SessionService;
+  tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
 }
 
@@ -38,6 +40,14 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     registers: [registry],
     collect() {
       this.set(sources.sessions.attachedCount);
+    },
+  });
+  new Gauge({
+    name: 'gateway_tool_calls_running',
+    help: 'Tool calls running now that did not answer at once: on the server, upstream, or waiting for a device',
+    registers: [registry],
+    collect() {
+      this.set(sources.tools.callsRunning);
     },
   });
   new Gauge({

@@ -11,11 +11,18 @@ const KEEP_ALIVE_MS = 15_000;
  * the WebSocket path sends); then the response ends. The headers go out with the first event,
  * so a call that fails before any result (bad arguments) can still be answered with an HTTP
  * error status instead (see {@link started}).
+ *
+ * A client that stops reading is cut off once more than `maxBufferedBytes` wait for it (the
+ * WebSocket bound, `WS_MAX_BUFFERED_BYTES`), which stops the call: a fast streaming tool filled
+ * a gigabyte in five seconds for a client that never read.
  */
 export class ToolEventStream {
   private keepAlive?: NodeJS.Timeout;
 
-  constructor(private readonly response: Response) {
+  constructor(
+    private readonly response: Response,
+    private readonly maxBufferedBytes: number,
+  ) {
     response.once('close', () => clearInterval(this.keepAlive));
   }
 
@@ -42,6 +49,7 @@ export class ToolEventStream {
     if (!this.started) this.open();
     // JSON has no raw line breaks, so the data is always one `data:` line.
     this.response.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (this.response.writableLength > this.maxBufferedBytes) this.response.destroy();
   }
 
   private open(): void {

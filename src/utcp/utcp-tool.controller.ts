@@ -1,4 +1,5 @@
-import { Controller, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import type { Request, Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
@@ -23,13 +24,16 @@ import { UtcpService } from './utcp.service';
  * through the HTTP exception filter, in the format `UtcpModule` registers for `/utcp/`.
  *
  * A client that goes away stops its call: the tool's signal aborts and a streaming tool's
- * generator is closed.
+ * generator is closed. So does a streaming client that stops reading (see {@link ToolEventStream}).
  */
 @Controller('utcp')
 @GatewayProtocol('utcp')
 @UseGuards(BearerAuthGuard)
 export class UtcpToolController {
-  constructor(private readonly utcp: UtcpService) {}
+  constructor(
+    private readonly utcp: UtcpService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
 
   @Post(':tool')
   async call(@Param('tool') toolName: string, @Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
@@ -42,7 +46,7 @@ export class UtcpToolController {
     response.once('close', () => {
       if (!response.writableFinished) caller.abort(new DOMException('The client went away', 'AbortError'));
     });
-    const stream = streaming ? new ToolEventStream(response) : undefined;
+    const stream = streaming ? new ToolEventStream(response, this.config.connections.maxBufferedBytes) : undefined;
     const outcome = await this.utcp.callOverHttp(toolName, args, {
       principal: request.principal,
       signal: caller.signal,

@@ -13,6 +13,9 @@ import { TOOL_AUTH_OK_FRAME, toolAnswerFrames, toolResponseFrame } from './utcp.
 import { UtcpService } from './utcp.service';
 import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
+/** Frames a `/utcp/<tool>` connection may have waiting before the gateway stops reading it. */
+export const MAX_WAITING_CALLS = 16;
+
 /**
  * One tool per path, `/utcp/<tool>`, for UTCP 1.x clients: what the `utcp-websocket` plugin
  * sends for a call template without a `message` is the arguments object alone, so every frame
@@ -21,7 +24,8 @@ import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-lim
  * plugin's `call_tool_streaming` reads); a failure is a `tool_error` frame.
  *
  * The frames carry no id, so a connection's frames are served one after another, in the
- * connection's serial queue, and answered in the order they came.
+ * connection's serial queue, and answered in the order they came; while
+ * {@link MAX_WAITING_CALLS} wait, the connection is not read.
  *
  * A client without a token at the upgrade sends `{"type":"auth","token"}` first, answered by
  * `{"type":"auth_ok"}`; until then every frame is refused. A frame of type `auth` is always
@@ -88,11 +92,21 @@ export class UtcpToolGateway implements ProtocolGatewayHooks {
     });
   }
 
-  /** Serves `work` after the connection's earlier frames; it sends its own frames, and its failure is answered in its turn. */
+  /**
+   * Serves `work` after the connection's earlier frames; it sends its own frames, and its failure
+   * is answered in its turn. With {@link MAX_WAITING_CALLS} frames waiting, the gateway stops
+   * reading the connection until half of them are served: a client that sends calls faster than
+   * they end is held back by TCP, not queued without bound, and no frame is refused (a refusal
+   * out of turn would be read as the answer to an earlier call).
+   */
   private inOrder(connection: GatewayConnection, frame: unknown, work: () => MaybePromise<void>): void {
-    void connection
-      .queue()
+    const queue = connection.queue();
+    void queue
       .run(() => (connection.isOpen ? work() : undefined))
-      .catch((error: unknown) => this.onFrameError(error, frame, connection));
+      .catch((error: unknown) => this.onFrameError(error, frame, connection))
+      .finally(() => {
+        if (queue.size <= MAX_WAITING_CALLS / 2) connection.resumeReading();
+      });
+    if (queue.size > MAX_WAITING_CALLS) connection.pauseReading();
   }
 }

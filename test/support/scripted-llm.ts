@@ -37,7 +37,15 @@ interface AnswerOptions {
 export type ScriptedReply =
   | ({ text: string } & AnswerOptions)
   | ({ toolCalls: ScriptedToolCall[]; text?: string } & AnswerOptions)
-  | { fault: 'http500' | 'http404' | 'hang' | 'cut' };
+  | { fault: ScriptedFault };
+
+/**
+ * What a broken model server does: answer HTTP 500 or 404, never answer (`hang`), cut its
+ * stream mid-way (`cut`), stop writing mid-stream without closing (`stall`), stream a chunk that
+ * is not JSON (`badJson`), answer 200 with a body that is not an event stream (`garbage`), or
+ * stream an `error` event mid-answer as vLLM does when generation fails (`errorEvent`).
+ */
+export type ScriptedFault = 'http500' | 'http404' | 'hang' | 'cut' | 'stall' | 'badJson' | 'garbage' | 'errorEvent';
 
 /** What happened to one streamed answer: when each piece of text left, and whether the gateway hung up first. */
 export interface StreamRecord {
@@ -77,8 +85,9 @@ export function toolResults(request: ChatRequest): Record<string, any> {
 /**
  * An OpenAI-compatible chat-completions server for tests: answers are scripted, in order, and
  * streamed the way vLLM streams them (role chunk, content deltas, tool-call deltas split mid
- * JSON, a finish chunk, `[DONE]`). Faults: HTTP 500 (with a secret in the body, which must not
- * reach clients), HTTP 404, a request that never answers, a stream cut before it finishes.
+ * JSON, a finish chunk, `[DONE]`). Faults ({@link ScriptedFault}): HTTP 500 (with a secret in
+ * the body, which must not reach clients), HTTP 404, a request that never answers, a stream cut
+ * or stalled before it finishes, chunks that are not JSON, an `error` event.
  * Without a script entry it echoes the user's text.
  */
 export class ScriptedLlm {
@@ -225,7 +234,8 @@ export class ScriptedLlm {
     );
   }
 
-  private fault(kind: 'http500' | 'http404' | 'hang' | 'cut', response: ServerResponse): void {
+  private fault(kind: ScriptedFault, response: ServerResponse): void {
+    const firstChunk = `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an ans' }, finish_reason: null }] })}\n\n`;
     switch (kind) {
       case 'http500':
         response.writeHead(500, { 'content-type': 'application/json' });
@@ -239,8 +249,24 @@ export class ScriptedLlm {
         return;
       case 'cut':
         response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write(`data: ${JSON.stringify({ id: 'cut', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an ans' }, finish_reason: null }] })}\n\n`);
+        response.write(firstChunk);
         setTimeout(() => response.socket?.destroy(), 20);
+        return;
+      case 'stall':
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(firstChunk);
+        return;
+      case 'badJson':
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.end(`${firstChunk}data: {"choices": [{"delta": {"content": "unterminated\n\ndata: [DONE]\n\n`);
+        return;
+      case 'garbage':
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('<html>502 Bad Gateway</html>');
+        return;
+      case 'errorEvent':
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.end(`${firstChunk}data: ${JSON.stringify({ error: { message: 'CUDA out of memory; api_key=sk-secret-123', type: 'InternalServerError', code: 500 } })}\n\n`);
         return;
     }
   }

@@ -88,7 +88,23 @@ export class LlmService {
       maxRetries: llm.maxRetries,
       timeout: llm.timeoutMs,
       fetch: httpFetch,
+      logger: this.packageLogger(),
     });
+  }
+
+  /**
+   * Where the `openai` package's own lines go: through the gateway's logger (its format, its
+   * clipping), not to the console, where it wrote whole chunks of a model's unreadable answer.
+   * Its errors are ours to report (see {@link describe}), so they are debug lines here.
+   */
+  private packageLogger() {
+    const line = (message: string, args: unknown[]) => [message, ...args.map((arg) => (typeof arg === 'string' ? arg : String(arg)))].join(' ');
+    return {
+      error: (message: string, ...args: unknown[]) => this.logger.debug?.(line(message, args)),
+      warn: (message: string, ...args: unknown[]) => this.logger.warn(line(message, args)),
+      info: (message: string, ...args: unknown[]) => this.logger.debug?.(line(message, args)),
+      debug: (message: string, ...args: unknown[]) => this.logger.debug?.(line(message, args)),
+    };
   }
 
   /**
@@ -196,30 +212,45 @@ export class LlmService {
     }
   }
 
+  /**
+   * A failed model call as LLM_ERROR, with a detail that names the kind of failure and nothing
+   * the model server wrote (an error event's message, a snippet of its body in a JSON parse
+   * error): clients see it. The log line has the server's words; a stack trace only for a fault
+   * of ours, not for the model server's.
+   */
   private describe(error: unknown): GatewayError {
     const detail =
       error instanceof APIConnectionError
         ? `The model server at ${redactUrl(this.config.llm.baseUrl)} could not be reached`
         : error instanceof APIError && error.status !== undefined
           ? `The model server answered HTTP ${error.status}`
-          : `The model's answer could not be read: ${(error as Error)?.message ?? error}`;
+          : error instanceof APIError
+            ? 'The model server reported an error in the middle of its answer'
+            : error instanceof SyntaxError
+              ? "The model's answer could not be read: it was not valid JSON"
+              : "The model's answer could not be read: the stream broke off";
     this.logger.warn(`LLM request failed: ${redactUrlCredentials(describeFault(error))}`);
     return new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', detail);
   }
 }
 
 /**
- * What went wrong, for the log: the model server's or the network's fault in one line (its
- * message and cause), anything else, which may be ours, with its stack.
+ * What went wrong, for the log, in one line when it is the model server's or the network's fault
+ * (its message and cause); with its stack when it may be ours (a TypeError, RangeError or
+ * ReferenceError).
  */
 function describeFault(error: unknown): string {
-  if (!(error instanceof APIError)) return String((error as Error)?.stack ?? error);
-  const cause = (error.cause as Error | undefined)?.message;
-  return cause && !error.message.includes(cause) ? `${error.message} (${cause})` : error.message;
+  if (error instanceof APIError) {
+    const cause = (error.cause as Error | undefined)?.message;
+    return cause && !error.message.includes(cause) ? `${error.message} (${cause})` : error.message;
+  }
+  const ours = error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError;
+  return ours ? (error.stack ?? String(error)) : String(error);
 }
 
 /** A streamed reply put together: its text, whether it reasoned, its tool calls by index. */
 class ReplyAssembler {
+  private chunks = 0;
   private content = '';
   private reasoned = false;
   private readonly calls: LlmToolCall[] = [];
@@ -229,7 +260,8 @@ class ReplyAssembler {
   constructor(private readonly onText?: (delta: string) => void) {}
 
   add(chunk: ChatCompletionChunk): void {
-    const delta = chunk.choices[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
+    this.chunks += 1;
+    const delta = chunk.choices?.[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
     if (!delta) return;
     if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls)) this.firstTokenAt = performance.now();
     if (delta.content) {
@@ -245,7 +277,11 @@ class ReplyAssembler {
     }
   }
 
+  /** The reply; LLM_ERROR for a stream without a single chunk (a body that is not an event stream reads as one) or with only reasoning. */
   finish(): LlmReply {
+    if (this.chunks === 0) {
+      throw new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', "The model's answer could not be read: it was not an event stream of chunks");
+    }
     const content = stripHiddenText(this.content);
     const toolCalls = this.calls.filter((call) => call !== undefined && call.name !== '');
     const reasoned = this.reasoned || /<\/think>/i.test(this.content);

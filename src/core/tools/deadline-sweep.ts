@@ -16,6 +16,11 @@ export class DeadlineSweep {
   private timer?: NodeJS.Timeout;
   private armedFor = Number.POSITIVE_INFINITY;
 
+  /** Items waiting for their deadline or their end. */
+  get size(): number {
+    return this.pending.size;
+  }
+
   add(item: Expiring): void {
     this.pending.add(item);
     if (item.deadline < this.armedFor) this.arm(item.deadline);

@@ -4,6 +4,7 @@ import type { RegExpEngine } from 'ajv/dist/types';
 import addFormats from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import { RE2JS } from 're2js';
+import { DETAILED_REFUSAL_MAX_VALUES, holdsMoreValuesThan, joinProblems } from '../validation/bounded-refusal';
 import { withinDepth } from '../validation/frame-schema';
 
 /** A JSON Schema object, as tools declare their input and output. */
@@ -81,12 +82,28 @@ export class JsonSchemaCompiler {
     return ajv.validateSchema(body) ? undefined : `Invalid JSON Schema: ${ajv.errorsText(ajv.errors)}`;
   }
 
-  /** Compiles `schema` into a validator; throws when it cannot be compiled (a dangling `$ref`, an unsupported pattern...). */
+  /**
+   * Compiles `schema` into a validator; throws when it cannot be compiled (a dangling `$ref`, an
+   * unsupported pattern...). Arguments go through a validator that stops at the first problem;
+   * refused arguments small enough to be cheap to describe whole go through one with
+   * `allErrors` as well, made at the first refusal, so the caller hears every problem (see
+   * {@link DETAILED_REFUSAL_MAX_VALUES}).
+   */
   compile(schema: JsonSchema): ArgumentsValidator {
     const { modern, body } = this.dialect(schema);
-    const options: Options = { ...COMMON_OPTIONS, meta: false, validateSchema: false, formats: fullFormats };
-    const validate: ValidateFunction = (modern ? new Ajv2020(options) : new Ajv(options)).compile(body);
-    return (args) => (validate(args) ? undefined : describeErrors(validate.errors ?? []));
+    const compileWith = (allErrors: boolean): ValidateFunction => {
+      const options: Options = { ...COMMON_OPTIONS, allErrors, meta: false, validateSchema: false, formats: fullFormats };
+      return (modern ? new Ajv2020(options) : new Ajv(options)).compile(body);
+    };
+    const firstProblem = compileWith(false);
+    let everyProblem: ValidateFunction | undefined;
+    return (args) => {
+      if (firstProblem(args)) return undefined;
+      if (holdsMoreValuesThan(args, DETAILED_REFUSAL_MAX_VALUES)) return describeErrors(firstProblem.errors ?? []);
+      everyProblem ??= compileWith(true);
+      everyProblem(args);
+      return describeErrors(everyProblem.errors ?? []);
+    };
   }
 
   private dialect(schema: JsonSchema): { modern: boolean; body: AnySchemaObject } {
@@ -118,7 +135,7 @@ function describeError(error: ErrorObject): string {
   }
 }
 
-/** Joins ajv's errors into one readable sentence, without repeats. */
+/** Joins ajv's errors into one readable sentence, without repeats, at most a few. */
 export function describeErrors(errors: ErrorObject[]): string {
-  return [...new Set(errors.map(describeError))].join('; ');
+  return joinProblems(errors.map(describeError));
 }

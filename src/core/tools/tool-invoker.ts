@@ -116,6 +116,11 @@ export class ToolInvoker {
     private readonly observe?: ToolCallObserver,
   ) {}
 
+  /** Calls running now that did not answer at once (a promise, a stream, a device's answer awaited). */
+  get running(): number {
+    return this.deadlines.size;
+  }
+
   /** Looks the tool up as `connectionId` and `principal` see it and checks the arguments, once. */
   prepare(name: string, rawArgs: unknown, connectionId?: string, principal?: string): PreparedToolCall {
     const entry = this.lookup(name, connectionId, principal);

@@ -131,6 +131,11 @@ export class ToolRegistryService implements OnModuleDestroy {
     return names.length;
   }
 
+  /** Tool calls running now that did not answer at once, on the server or waiting for a device. */
+  get callsRunning(): number {
+    return this.invoker.running;
+  }
+
   /** The tool `name` as `connectionId` and `principal` see it: its own client tools first, then shared ones. */
   get(name: string, connectionId?: string, principal?: string): ToolDefinition | undefined {
     return this.entry(name, connectionId, principal)?.tool;

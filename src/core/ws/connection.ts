@@ -180,6 +180,20 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     }
   }
 
+  /**
+   * Stops reading the client's frames (TCP then holds the client back) until
+   * {@link resumeReading}: for a protocol whose requests must wait their turn, so a client that
+   * sends them faster than they are served waits instead of filling the gateway's memory. Frames
+   * already read still arrive.
+   */
+  pauseReading(): void {
+    if (this.socket.readyState === WebSocket.OPEN && !this.socket.isPaused) this.socket.pause();
+  }
+
+  resumeReading(): void {
+    if (this.socket.isPaused) this.socket.resume();
+  }
+
   /** Starts the keep-alive; every frame received and every pong counts as a sign of life. */
   keepAlive(options: KeepAliveOptions): void {
     if (this.closed) return;

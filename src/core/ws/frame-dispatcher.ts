@@ -28,6 +28,11 @@ type FrameTable = Map<string, FrameRoute>;
 const listTypes = (types: string[]) =>
   types.length <= 1 ? types.map((type) => `"${type}"`).join('') : `${types.slice(0, -1).map((t) => `"${t}"`).join(', ')} or "${types.at(-1)}"`;
 
+/** Longest `type` a refusal repeats: enough to recognise a typo, too short for a large frame to be echoed whole. */
+export const ECHOED_TYPE_MAX_LENGTH = 64;
+
+const echoedType = (type: string): string => (type.length <= ECHOED_TYPE_MAX_LENGTH ? type : `${type.slice(0, ECHOED_TYPE_MAX_LENGTH)}…`);
+
 /** What the client sent, as far as it could be read: nothing for a malformed or oversized frame. */
 const clientFrameOf = (frame: ParsedFrame): unknown =>
   frame.event === FrameEvent.MALFORMED || frame.event === FrameEvent.TOO_LARGE ? undefined : frame.data;
@@ -140,7 +145,7 @@ export class FrameDispatcher {
         return new FrameRejection('untyped', 'A message must be a JSON object with a string "type"');
       default: {
         const known = [...(table?.keys() ?? [])].filter((type) => !type.startsWith('#'));
-        const type = (frame.data as { type: string }).type;
+        const type = echoedType((frame.data as { type: string }).type);
         return new FrameRejection('unknown-type', `Unknown message type ${JSON.stringify(type)}: expected ${listTypes(known)}`, type);
       }
     }

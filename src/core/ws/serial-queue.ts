@@ -23,6 +23,11 @@ export class SerialQueue {
 
   constructor(private readonly maxWaiting = Number.POSITIVE_INFINITY) {}
 
+  /** Tasks running or waiting. */
+  get size(): number {
+    return this.active;
+  }
+
   /** No task running or waiting. */
   get idle(): boolean {
     return this.active === 0;

@@ -213,7 +213,11 @@ export class UpgradeRouter {
     socket.on('error', (error: Error & { code?: string }) =>
       this.logger.warn(`Closed a client for a protocol error: ${error.message} (${error.code ?? 'no code'})`),
     );
-    const dispatch = (raw: Buffer) => void route.dispatcher.dispatch(connection, raw);
+    // Once the gateway has begun closing a socket (a client that stopped reading, a cap, a
+    // timeout), what it still sends is dropped: no call it asks for is started, nothing is answered.
+    const dispatch = (raw: Buffer) => {
+      if (connection.isOpen) void route.dispatcher.dispatch(connection, raw);
+    };
     // A client's `traceparent` on the upgrade is the parent of what its frames cause (turns, tool calls).
     const traceParent = traceContextOf(connection.request.headers);
     socket.on('message', traceParent ? (raw: Buffer) => runInTraceContext(traceParent, () => dispatch(raw)) : dispatch);

@@ -8,7 +8,8 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
-import { initializeParamsProblem } from '../initialize-params';
+import { FRAME_MAX_DEPTH, withinDepth } from '../../core/validation/frame-schema';
+import { initializeParamsProblem } from '../request-params';
 import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
 import { McpService } from '../mcp.service';
 import { HttpSession } from './http-session';
@@ -88,6 +89,10 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
     if (!STREAMABLE_HTTP_METHODS.includes(request.method ?? '')) {
       response.setHeader('Allow', STREAMABLE_HTTP_METHODS.join(', '));
       return reply(response, 405, SERVER_ERROR, 'Method not allowed: Streamable HTTP uses GET, POST and DELETE');
+    }
+    // The SDK's own parsing recurses: a body nested 10,000 deep overflowed the stack there.
+    if (!withinDepth(body, FRAME_MAX_DEPTH)) {
+      return reply(response, 400, ErrorCode.InvalidRequest, `Invalid Request: the message nests deeper than ${FRAME_MAX_DEPTH} levels`, requestIdOf(body));
     }
     const principal = request.principal ?? ANONYMOUS_PRINCIPAL;
     const sessionId = request.headers['mcp-session-id'];

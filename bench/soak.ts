@@ -1,0 +1,77 @@
+import { join } from 'path';
+import { ScriptedLlm } from '../test/support/scripted-llm';
+import { PROJECT_ROOT } from './support/processes';
+import { emit } from './support/stats';
+import { CatastrophicPatternOptions, soakCatastrophicPattern } from './soak/catastrophic-pattern';
+import { ChurnOptions, soakChurn } from './soak/churn';
+import { writeReport } from './soak/report';
+import { SlowReaderOptions, soakSlowReaders } from './soak/slow-reader';
+import { SoakGateway, startSoakGateway } from './soak/soak-process';
+
+/**
+ * `npm run soak`: the heavier run of the probing suite, against the built gateway in a process
+ * of its own (soak/soak-gateway.ts), each phase on a fresh one: 10,000 connect/disconnect
+ * cycles with device tool calls pending (released sessions kept for the hour, then expiring in
+ * seconds), clients that stop reading, a catastrophic pattern while another client pings. Prints one JSON line per figure and writes `soak.json` and
+ * `soak.md` (the table RELIABILITY.md quotes) to `--out=<dir>` (default `soak-results/`).
+ * `--smoke` runs every phase with tiny counts, to keep the script working (the test suite does).
+ * Every phase is bounded in count and in time; the whole run takes a few minutes.
+ */
+const BOUND_BYTES = 4_194_304;
+
+interface SoakPlan {
+  churn: Omit<ChurnOptions, 'sessionsExpire'>;
+  slowReaders: SlowReaderOptions[];
+  pattern: CatastrophicPatternOptions;
+}
+
+const FULL: SoakPlan = {
+  churn: { warmupCycles: 1_000, cycles: 10_000, censusCycles: 500, workers: 16, timeLimitMs: 300_000 },
+  slowReaders: [1, 10].map((readers) => ({ readers, maxRequestsPerReader: 100_000, timeLimitMs: 60_000, boundBytes: BOUND_BYTES })),
+  pattern: { windowMs: 5_000, length: 27, nativeLengths: [21, 23, 25] },
+};
+
+const SMOKE: SoakPlan = {
+  churn: { warmupCycles: 20, cycles: 100, censusCycles: 20, workers: 4, timeLimitMs: 20_000 },
+  slowReaders: [{ readers: 1, maxRequestsPerReader: 30_000, timeLimitMs: 15_000, boundBytes: BOUND_BYTES }],
+  pattern: { windowMs: 500, length: 27, nativeLengths: [14, 16] },
+};
+
+/** Sessions forgotten two seconds after their connection is gone, swept every second. */
+const SESSIONS_EXPIRING = { CLOUD_SESSION_TIMEOUT: '2', CLOUD_SESSION_CLEANUP_INTERVAL: '1' };
+
+/** Runs `phase` on a fresh gateway (with `settings`), stopped whatever happens. */
+async function onFreshGateway<T>(llm: ScriptedLlm, phase: (gateway: SoakGateway) => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+  const gateway = await startSoakGateway(llm.baseUrl, { WS_MAX_BUFFERED_BYTES: String(BOUND_BYTES), ...settings });
+  try {
+    return await phase(gateway);
+  } finally {
+    await gateway.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const smoke = process.argv.includes('--smoke');
+  const out = process.argv.find((arg) => arg.startsWith('--out='))?.slice('--out='.length) ?? join(PROJECT_ROOT, 'soak-results');
+  const plan = smoke ? SMOKE : FULL;
+  const llm = await ScriptedLlm.start();
+  const figures: Record<string, unknown>[] = [];
+  const record = (figure: Record<string, unknown>) => {
+    figures.push(figure);
+    emit(figure);
+  };
+  try {
+    record(await onFreshGateway(llm, (gateway) => soakChurn(gateway, llm, { ...plan.churn, sessionsExpire: false })));
+    record(await onFreshGateway(llm, (gateway) => soakChurn(gateway, llm, { ...plan.churn, sessionsExpire: true }), SESSIONS_EXPIRING));
+    for (const readers of plan.slowReaders) record(await onFreshGateway(llm, (gateway) => soakSlowReaders(gateway, readers)));
+    record(await onFreshGateway(llm, (gateway) => soakCatastrophicPattern(gateway, llm, plan.pattern)));
+  } finally {
+    await llm.close();
+  }
+  await writeReport(out, figures, smoke);
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`soak failed: ${error.stack ?? error}\n`);
+  process.exit(1);
+});
