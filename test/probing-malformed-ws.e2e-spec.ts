@@ -178,6 +178,22 @@ describe('probing: malformed frames on every WebSocket route', () => {
     });
   });
 
+  it('LiteMCP: answers "version": null with the invalid-message answer, not an internal error, on get and inside a call', async () => {
+    const socket = await TestSocket.open(stack.gateway.ws('/litemcp/calculator'));
+    socket.send({ version: null, id: 90_001, type: 'get', data: null });
+    expect(await socket.next()).toEqual({
+      version: [1, 0, 0],
+      id: 90_001,
+      type: 'error',
+      data: { code: 'INVALID_MESSAGE', message: 'version must be an array [major, minor, patch]' },
+    });
+    socket.send({ version: [1, 0, 0], id: 90_002, type: 'call', data: { version: null, tool: 'calculator', arguments: ['2', '3'] } });
+    expect(await socket.next()).toMatchObject({ id: 90_002, type: 'result', data: { response: { error: true, content: [{ data: 'data.version must be an array [major, minor, patch]' }] } } });
+    socket.send({ version: [1, 0, 0], id: 90_003, type: 'call', data: { tool: 'calculator', arguments: ['2', '3'] } });
+    expect(await socket.next()).toMatchObject({ id: 90_003, type: 'result', data: { response: { error: false, content: [{ data: '5' }] } } });
+    await socket.close();
+  });
+
   it('logged no stack trace and no internal error while probed', () => {
     expect(log.stackTraces()).toEqual([]);
     expect(log.output).not.toMatch(/Internal error|INTERNAL_ERROR/);

@@ -40,7 +40,7 @@ export function markdownTable(figures: Figure[]): string {
       case 'catastrophic_pattern':
         rows.push([
           `\`${figure.pattern}\` in a device tool's schema, called with ${figure.input}, turn after turn (${figure.with_pattern.turns} turns in ${figure.window_s} s)`,
-          `another client's ping: p50 ${figure.with_pattern.ping_p50_ms} ms, p99 ${figure.with_pattern.ping_p99_ms} ms, max ${figure.with_pattern.ping_max_ms} ms, against ${figure.baseline.ping_p50_ms} / ${figure.baseline.ping_p99_ms} / ${figure.baseline.ping_max_ms} ms without the pattern: **+${figure.added_ms.max} ms** at most (the native engine: ~${figure.native_engine.estimated_ms_at_input_length.toLocaleString('en')} ms a call)`,
+          `another client's ping: p50 ${figure.with_pattern.ping_p50_ms} ms, p99 ${figure.with_pattern.ping_p99_ms} ms, max ${figure.with_pattern.ping_max_ms} ms, against ${figure.baseline.ping_p50_ms} / ${figure.baseline.ping_p99_ms} / ${figure.baseline.ping_max_ms} ms without the pattern: **${signed(figure.added_ms.max)} ms** at most (the native engine: ~${figure.native_engine.estimated_ms_at_input_length.toLocaleString('en')} ms a call)`,
           '≤ 50 ms added',
           yesNo(figure.target.met),
         ]);
@@ -51,6 +51,9 @@ export function markdownTable(figures: Figure[]): string {
 }
 
 const round1 = (value: number) => Math.round(value * 10) / 10;
+
+/** A difference with its sign, `+3.2` or `-1.5`. */
+const signed = (value: number) => `${value >= 0 ? '+' : ''}${round1(value)}`;
 
 /** The machine the figures come from, for the record. */
 export function machine(): Record<string, unknown> {
