@@ -3,7 +3,7 @@ import { ScriptedLlm } from '../test/support/scripted-llm';
 import { PROJECT_ROOT } from './support/processes';
 import { emit } from './support/stats';
 import { CatastrophicPatternOptions, soakCatastrophicPattern } from './soak/catastrophic-pattern';
-import { ChurnOptions, soakChurn } from './soak/churn';
+import { CHURN_SETTINGS, ChurnOptions, ChurnSessions, soakChurn } from './soak/churn';
 import { writeReport } from './soak/report';
 import { SlowReaderOptions, soakSlowReaders } from './soak/slow-reader';
 import { SoakGateway, startSoakGateway } from './soak/soak-process';
@@ -11,8 +11,8 @@ import { SoakGateway, startSoakGateway } from './soak/soak-process';
 /**
  * `npm run soak`: the heavier run of the probing suite, against the built gateway in a process
  * of its own (soak/soak-gateway.ts), each phase on a fresh one: 10,000 connect/disconnect
- * cycles with device tool calls pending (released sessions kept for the hour, then expiring in
- * seconds), clients that stop reading, a catastrophic pattern while another client pings. Prints one JSON line per figure and writes `soak.json` and
+ * cycles with device tool calls pending (released sessions all kept for the hour, kept up to the
+ * per-token cap, then expiring in seconds), clients that stop reading, a catastrophic pattern while another client pings. Prints one JSON line per figure and writes `soak.json` and
  * `soak.md` (the table RELIABILITY.md quotes) to `--out=<dir>` (default `soak-results/`).
  * `--smoke` runs every phase with tiny counts, to keep the script working (the test suite does).
  * Every phase is bounded in count and in time; the whole run takes a few minutes.
@@ -20,7 +20,7 @@ import { SoakGateway, startSoakGateway } from './soak/soak-process';
 const BOUND_BYTES = 4_194_304;
 
 interface SoakPlan {
-  churn: Omit<ChurnOptions, 'sessionsExpire'>;
+  churn: Omit<ChurnOptions, 'sessions'>;
   slowReaders: SlowReaderOptions[];
   pattern: CatastrophicPatternOptions;
 }
@@ -36,9 +36,6 @@ const SMOKE: SoakPlan = {
   slowReaders: [{ readers: 1, maxRequestsPerReader: 30_000, timeLimitMs: 15_000, boundBytes: BOUND_BYTES }],
   pattern: { windowMs: 500, length: 27, nativeLengths: [14, 16] },
 };
-
-/** Sessions forgotten two seconds after their connection is gone, swept every second. */
-const SESSIONS_EXPIRING = { CLOUD_SESSION_TIMEOUT: '2', CLOUD_SESSION_CLEANUP_INTERVAL: '1' };
 
 /** Runs `phase` on a fresh gateway (with `settings`), stopped whatever happens. */
 async function onFreshGateway<T>(llm: ScriptedLlm, phase: (gateway: SoakGateway) => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
@@ -61,8 +58,9 @@ async function main(): Promise<void> {
     emit(figure);
   };
   try {
-    record(await onFreshGateway(llm, (gateway) => soakChurn(gateway, llm, { ...plan.churn, sessionsExpire: false })));
-    record(await onFreshGateway(llm, (gateway) => soakChurn(gateway, llm, { ...plan.churn, sessionsExpire: true }), SESSIONS_EXPIRING));
+    for (const sessions of ['kept', 'capped', 'expiring'] as ChurnSessions[]) {
+      record(await onFreshGateway(llm, (gateway) => soakChurn(gateway, llm, { ...plan.churn, sessions }), CHURN_SETTINGS[sessions]));
+    }
     for (const readers of plan.slowReaders) record(await onFreshGateway(llm, (gateway) => soakSlowReaders(gateway, readers)));
     record(await onFreshGateway(llm, (gateway) => soakCatastrophicPattern(gateway, llm, plan.pattern)));
   } finally {

@@ -61,16 +61,21 @@ describe('LLM gateway sessions', () => {
     await second.close();
   });
 
-  it('deletes a session that never held a turn when its connection closes, and keeps one that did', async () => {
-    const [idle, talked] = [await alice(), await alice()];
+  it('deletes a session its connection never used when it closes, and keeps one it held a turn in or configured', async () => {
+    const [idle, talked, configured] = [await alice(), await alice(), await alice()];
     await say(talked, 'keep me');
-    await Promise.all([idle.close(), talked.close()]);
+    configured.send({ type: 'configure', language: 'fr' });
+    configured.send({ type: 'ping' });
+    await configured.until('pong');
+    await Promise.all([idle.close(), talked.close(), configured.close()]);
 
     const back = await alice();
     back.send({ type: 'start_session', session_id: idle.sessionId });
     expect((await back.until('error')).pop()).toMatchObject({ code: 'SESSION_ERROR' });
-    back.send({ type: 'start_session', session_id: talked.sessionId });
-    expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: talked.sessionId });
+    for (const kept of [talked, configured]) {
+      back.send({ type: 'start_session', session_id: kept.sessionId });
+      expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: kept.sessionId });
+    }
     await back.close();
   });
 

@@ -33,14 +33,15 @@ describe('the soak, in smoke mode', () => {
   const positive = expect.any(Number);
 
   it('prints each figure and writes the same ones, with the machine and the date', () => {
-    expect(printed.map((figure) => figure.figure)).toEqual(['churn', 'churn', 'slow_reader', 'catastrophic_pattern']);
+    expect(printed.map((figure) => figure.figure)).toEqual(['churn', 'churn', 'churn', 'slow_reader', 'catastrophic_pattern']);
     expect(written).toMatchObject({ smoke: true, date: expect.any(String), machine: { cpus: positive, node: process.version }, figures: printed });
     // The header, its rule, two lines a churn, one a slow reader, one the pattern.
-    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 6);
+    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 8);
   });
 
   it('churns devices with calls pending and leaves nothing but resumable sessions behind, then nothing once they expire', () => {
-    const [kept, expiring] = printed;
+    const [kept, capped, expiring] = printed;
+    expect(capped).toMatchObject({ sessions: 'capped', left: { connections: 0, device_tools: 0, calls_running: 0, timers: 0, stored_sessions: positive } });
     expect(expiring).toMatchObject({ sessions: 'expiring', left: { connections: 0, device_tools: 0, calls_running: 0, timers: 0, stored_sessions: 0 } });
     expect(kept).toMatchObject({
       sessions: 'kept',
@@ -54,12 +55,12 @@ describe('the soak, in smoke mode', () => {
   });
 
   it('closes the client that stops reading with 1008, and says what memory it cost', () => {
-    const [, , slowReader] = printed;
+    const [, , , slowReader] = printed;
     expect(slowReader).toMatchObject({ readers: 1, closed_1008: 1, requests_sent: positive, peak_rss_growth_mb: expect.any(Number), bound_bytes_per_reader: 4_194_304 });
   });
 
   it('times another client\'s pings with the catastrophic pattern and without it', () => {
-    const [, , , pattern] = printed;
+    const [, , , , pattern] = printed;
     expect(pattern).toMatchObject({
       pattern: '^(a+)+$',
       baseline: { turns: positive, ping_p50_ms: positive, ping_max_ms: positive },

@@ -15,11 +15,24 @@ export interface ChurnOptions {
   /** Longest the measured cycles may take, whatever their count. */
   timeLimitMs: number;
   /**
-   * The gateway forgets released sessions within seconds (a short CLOUD_SESSION_TIMEOUT): the
-   * heap is read once they are swept, so it shows what else the devices left.
+   * What the gateway does with released sessions: keeps every one for the hour
+   * (`CLOUD_SESSION_MAX_PER_PRINCIPAL=0`), keeps its default per-token cap of them (`capped`), or
+   * forgets them within seconds (`expiring`, a short CLOUD_SESSION_TIMEOUT: the heap is read once
+   * they are swept, so it shows what else the devices left). The gateway must be started with
+   * the matching settings ({@link CHURN_SETTINGS}).
    */
-  sessionsExpire: boolean;
+  sessions: ChurnSessions;
 }
+
+export type ChurnSessions = 'kept' | 'capped' | 'expiring';
+
+/** The gateway settings each {@link ChurnSessions} needs. */
+export const CHURN_SETTINGS: Record<ChurnSessions, Record<string, string>> = {
+  kept: { CLOUD_SESSION_MAX_PER_PRINCIPAL: '0' },
+  capped: {},
+  // Sessions forgotten two seconds after their connection is gone, swept every second.
+  expiring: { CLOUD_SESSION_TIMEOUT: '2', CLOUD_SESSION_CLEANUP_INTERVAL: '1' },
+};
 
 /** The device tool every cycle registers, and the call the model makes to it. */
 const DEVICE_TOOL = {
@@ -76,10 +89,10 @@ async function churn(gateway: SoakGateway, llm: ScriptedLlm, count: number, work
  * full garbage collections before and after `cycles` devices, and what is left once they are
  * gone (connections, device tools, calls, sessions; timers, counted over a round of their own).
  * Released sessions are kept, resumable, for CLOUD_SESSION_TIMEOUT (the spec's rule), so they
- * are part of the growth, unless `sessionsExpire`.
+ * are part of the growth, unless they expire (see {@link ChurnOptions.sessions}).
  */
 export async function soakChurn(gateway: SoakGateway, llm: ScriptedLlm, options: ChurnOptions): Promise<Record<string, unknown>> {
-  const swept = () => (options.sessionsExpire ? gateway.until((state) => state.storedSessions === 0, 'released sessions swept') : undefined);
+  const swept = () => (options.sessions === 'expiring' ? gateway.until((state) => state.storedSessions === 0, 'released sessions swept') : undefined);
   await churn(gateway, llm, options.warmupCycles, options.workers, options.timeLimitMs);
   await swept();
   const before = await gateway.state(true);
@@ -97,7 +110,7 @@ export async function soakChurn(gateway: SoakGateway, llm: ScriptedLlm, options:
   const growth = (after.heapUsed - before.heapUsed) / before.heapUsed;
   return {
     figure: 'churn',
-    sessions: options.sessionsExpire ? 'expiring' : 'kept',
+    sessions: options.sessions,
     cycles,
     workers: options.workers,
     seconds: round(seconds, 1),

@@ -14,7 +14,11 @@ export function markdownTable(figures: Figure[]): string {
     switch (figure.figure) {
       case 'churn': {
         const { left } = figure;
-        const sessions = figure.sessions === 'kept' ? 'released sessions kept (CLOUD_SESSION_TIMEOUT 3600 s)' : 'released sessions expiring (CLOUD_SESSION_TIMEOUT 2 s), heap read once swept';
+        const sessions = {
+          kept: 'released sessions all kept (CLOUD_SESSION_TIMEOUT 3600 s, CLOUD_SESSION_MAX_PER_PRINCIPAL 0)',
+          capped: "released sessions kept up to the token's cap (CLOUD_SESSION_TIMEOUT 3600 s, CLOUD_SESSION_MAX_PER_PRINCIPAL 1000, the defaults)",
+          expiring: 'released sessions expiring (CLOUD_SESSION_TIMEOUT 2 s), heap read once swept',
+        }[figure.sessions as 'kept' | 'capped' | 'expiring'];
         rows.push([
           `${figure.cycles.toLocaleString('en')} connect/disconnect cycles (${figure.workers} at a time), a device tool registered and its call pending in each; ${sessions}`,
           `heap after GC ${figure.heap_before_mb} MB → ${figure.heap_after_mb} MB (**${figure.heap_growth_pct}%**, ${figure.heap_growth_bytes_per_cycle} B a cycle); ${figure.cycles_per_s} cycles/s`,

@@ -20,6 +20,8 @@ export interface PendingCallback {
  */
 export class LlmConnectionState {
   sessionId = '';
+  /** Whether this connection has held a turn in its session, or configured it: one that has not is deleted when left. */
+  sessionUsed = false;
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
   cleanResponses = true;
   /** Sentences as they are ready (`configure {stream}`, `LLM_STREAM_DEFAULT`). */

@@ -25,16 +25,17 @@ export class SessionBindingService {
   }
 
   /**
-   * Releases the connection's session when it closes: one that held a turn stays resumable until
-   * it times out; one that never did is deleted, so connections that only come and go leave
-   * nothing behind for `CLOUD_SESSION_TIMEOUT`.
+   * Releases the connection's session when it closes: one it held a turn in, or configured, stays
+   * resumable until it times out; one it never used is deleted, so connections that only come
+   * and go leave nothing behind for `CLOUD_SESSION_TIMEOUT`.
    */
   release(connection: LlmConnection): void {
     this.leaveCurrent(connection).catch((error: Error) => this.logger.warn(`Could not release session ${connection.state.sessionId}: ${error.message}`));
   }
 
-  /** The connection's session as it is now (SESSION_ERROR when it expired). */
+  /** The connection's session as it is now, for a turn (SESSION_ERROR when it expired). */
   current(connection: LlmConnection): Promise<Session> {
+    connection.state.sessionUsed = true;
     return this.sessions.require(connection.state.sessionId);
   }
 
@@ -49,7 +50,9 @@ export class SessionBindingService {
       ...(settings.enable_context !== undefined && { enableContext: settings.enable_context }),
       ...(settings.language !== undefined && { language: settings.language }),
     };
-    if (Object.keys(patch).length > 0) await this.sessions.configure(connection.state.sessionId, patch);
+    if (Object.keys(patch).length === 0) return;
+    connection.state.sessionUsed = true;
+    await this.sessions.configure(connection.state.sessionId, patch);
   }
 
   /** `start_session`: resumes `sessionId`, or starts a new session without one; announces it. */
@@ -82,13 +85,15 @@ export class SessionBindingService {
   }
 
   /**
-   * Detaches the current session; one that never held a message, and that no other connection
-   * here has resumed meanwhile, is deleted rather than left to expire.
+   * Detaches the current session; one this connection never used and that holds no message (a
+   * resumed session may hold some), and that no other connection here has resumed meanwhile, is
+   * deleted rather than left to expire.
    */
   private async leaveCurrent(connection: LlmConnection): Promise<void> {
     const current = connection.state.sessionId;
     if (!current) return;
     this.sessions.detach(current, connection.id);
+    if (connection.state.sessionUsed) return;
     const session = await this.sessions.require(current).catch(() => undefined);
     if (session && session.history.length === 0 && !this.sessions.isAttached(current)) await this.sessions.end(current);
   }
@@ -96,6 +101,7 @@ export class SessionBindingService {
   /** Makes `sessionId` the connection's; if another connection resumes it later, this one moves to a fresh session. */
   private adopt(connection: LlmConnection, sessionId: string): void {
     connection.state.sessionId = sessionId;
+    connection.state.sessionUsed = false;
     this.sessions.attach(sessionId, connection.id, () => void this.moveOn(connection, sessionId));
   }
 

@@ -1,6 +1,8 @@
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionStore } from './session-store';
 
+const NO_HISTORY: readonly HistoryMessage[] = Object.freeze([]);
+
 /**
  * Sessions in this process's memory: the embedded default, for one instance. A session's
  * settings and history are never changed in place: each write replaces them, so what `get`
@@ -9,18 +11,23 @@ import type { SessionStore } from './session-store';
  */
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
-  /** Session ids by owner, for {@link trimOwner}. */
-  private readonly owned = new Map<string, Set<string>>();
+  /** How many sessions each owner has: {@link trimOwner} looks further only for an owner over its limit. */
+  private readonly counts = new Map<string, number>();
 
   constructor(
     private readonly timeoutMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Frozen settings and an empty history are kept as they are, shared: every write replaces them anyway. */
   async create(session: Session): Promise<void> {
-    this.sessions.set(session.id, { ...session, settings: { ...session.settings }, history: [...session.history] });
-    const ids = this.owned.get(session.owner) ?? new Set<string>();
-    this.owned.set(session.owner, ids.add(session.id));
+    const { settings, history } = session;
+    this.sessions.set(session.id, {
+      ...session,
+      settings: Object.isFrozen(settings) ? settings : { ...settings },
+      history: history.length === 0 ? NO_HISTORY : [...history],
+    });
+    this.counts.set(session.owner, (this.counts.get(session.owner) ?? 0) + 1);
   }
 
   async get(id: string): Promise<Session | undefined> {
@@ -44,7 +51,7 @@ export class MemorySessionStore implements SessionStore {
   async appendHistory(id: string, messages: readonly HistoryMessage[], limit: number): Promise<void> {
     const session = this.live(id);
     if (!session) return;
-    session.history = limit > 0 ? [...session.history, ...messages.map((message) => ({ ...message }))].slice(-limit) : [];
+    session.history = limit > 0 ? [...session.history, ...messages.map((message) => ({ ...message }))].slice(-limit) : NO_HISTORY;
     session.lastActiveAt = this.now();
   }
 
@@ -57,10 +64,10 @@ export class MemorySessionStore implements SessionStore {
     return this.remove(id);
   }
 
+  /** A pass over every session, only for an owner over `keep`: no index per session to hold. */
   async trimOwner(owner: string, keep: number): Promise<number> {
-    const ids = this.owned.get(owner);
-    if (!ids || ids.size <= keep) return 0;
-    const byActivity = [...ids].map((id) => this.sessions.get(id)!).sort((a, b) => a.lastActiveAt - b.lastActiveAt);
+    if ((this.counts.get(owner) ?? 0) <= keep) return 0;
+    const byActivity = [...this.sessions.values()].filter((session) => session.owner === owner).sort((a, b) => a.lastActiveAt - b.lastActiveAt);
     const excess = byActivity.slice(0, byActivity.length - keep);
     for (const session of excess) this.remove(session.id);
     return excess.length;
@@ -88,9 +95,9 @@ export class MemorySessionStore implements SessionStore {
     const session = this.sessions.get(id);
     if (!session) return false;
     this.sessions.delete(id);
-    const ids = this.owned.get(session.owner)!;
-    ids.delete(id);
-    if (ids.size === 0) this.owned.delete(session.owner);
+    const left = this.counts.get(session.owner)! - 1;
+    if (left === 0) this.counts.delete(session.owner);
+    else this.counts.set(session.owner, left);
     return true;
   }
 

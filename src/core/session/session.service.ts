@@ -35,12 +35,17 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('Sessions');
   private readonly attachments = new Map<string, Attachment>();
   private sweeper?: NodeJS.Timeout;
+  /** The configured defaults, one frozen object that every new session shares until it is configured. */
+  private readonly defaultSettings: SessionSettings;
 
   constructor(
     @Inject(SESSION_STORE) private readonly store: SessionStore,
     @Inject(SESSION_PRESENCE) private readonly presence: SessionPresence,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-  ) {}
+  ) {
+    const { temperature, maxTokens, enableContext } = config.llm;
+    this.defaultSettings = Object.freeze({ temperature, maxTokens, enableContext });
+  }
 
   onModuleInit(): void {
     this.sweeper = setInterval(() => void this.sweep(), this.config.session.cleanupIntervalMs);
@@ -60,15 +65,7 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   /** A new session owned by `owner`, with the configured default settings. */
   async create(owner: string): Promise<Session> {
     const now = Date.now();
-    const { llm } = this.config;
-    const session: Session = {
-      id: randomUUID(),
-      owner,
-      createdAt: now,
-      lastActiveAt: now,
-      settings: { temperature: llm.temperature, maxTokens: llm.maxTokens, enableContext: llm.enableContext },
-      history: [],
-    };
+    const session: Session = { id: randomUUID(), owner, createdAt: now, lastActiveAt: now, settings: this.defaultSettings, history: [] };
     await this.guard(() => this.store.create(session));
     const { maxPerPrincipal } = this.config.session;
     if (maxPerPrincipal > 0 && owner !== ANONYMOUS_PRINCIPAL) {
