@@ -19,22 +19,40 @@ async function recordKeys(redis: Redis, prefix: string, sessionId: string): Prom
   return redis.keys(`${prefix}mcp-http:*:session:${sessionId}`);
 }
 
+interface Replicas {
+  redis: Redis;
+  a: RunningGateway;
+  b: RunningGateway;
+}
+
+/**
+ * Two gateways started with `settings` (sharing Redis under `prefix`) before the tests of the
+ * describe it is called in, handed to `use`; closed, and their keys removed, after them.
+ */
+function twoReplicas(settings: EnvironmentInput, prefix: string, use: (replicas: Replicas) => void): void {
+  let replicas: Partial<Replicas> = {};
+  beforeAll(async () => {
+    const redis = await inspector();
+    const [a, b] = await Promise.all([startGateway(settings), startGateway(settings)]);
+    replicas = { redis, a, b };
+    use({ redis, a, b });
+  });
+  afterAll(async () => {
+    await Promise.all([replicas.a?.close(), replicas.b?.close()]);
+    if (replicas.redis) {
+      await removeKeys(replicas.redis, prefix);
+      replicas.redis.disconnect();
+    }
+  });
+}
+
 describe('MCP Streamable HTTP sessions on any replica sharing Redis', () => {
   const prefix = uniquePrefix();
   const shared: EnvironmentInput = { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix, AUTH_TOKENS: 'alice,bob' };
   let redis: Redis;
   let a: RunningGateway;
   let b: RunningGateway;
-
-  beforeAll(async () => {
-    redis = await inspector();
-    [a, b] = await Promise.all([startGateway(shared), startGateway(shared)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await removeKeys(redis, prefix);
-    redis.disconnect();
-  });
+  twoReplicas(shared, prefix, (started) => ({ redis, a, b } = started));
 
   it('serves tools/list and tools/call on B for a session initialized on A, rebuilt there from its record', async () => {
     const route = reroutableTransport(a, 'alice');
@@ -149,16 +167,7 @@ describe('MCP Streamable HTTP sessions whose streams stay open on a replica', ()
   let redis: Redis;
   let a: RunningGateway;
   let b: RunningGateway;
-
-  beforeAll(async () => {
-    redis = await inspector();
-    [a, b] = await Promise.all([startGateway(shared), startGateway(shared)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await removeKeys(redis, prefix);
-    redis.disconnect();
-  });
+  twoReplicas(shared, prefix, (started) => ({ redis, a, b } = started));
 
   it('keep their record alive past CLOUD_SESSION_TIMEOUT, so another replica still takes them over', async () => {
     const route = reroutableTransport(a, 'alice');
