@@ -77,6 +77,12 @@ describe('LLM gateway sessions', () => {
       expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: kept.sessionId });
     }
     await back.close();
+
+    // A connection that resumes a session and leaves without using it leaves it as it was.
+    const again = await alice();
+    again.send({ type: 'start_session', session_id: configured.sessionId });
+    expect((await again.until('status', 'connected')).pop().data).toEqual({ session_id: configured.sessionId });
+    await again.close();
   });
 
   it('uses the context of the session a text_input names', async () => {

@@ -20,7 +20,7 @@ export interface PendingCallback {
  */
 export class LlmConnectionState {
   sessionId = '';
-  /** Whether this connection has held a turn in its session, or configured it: one that has not is deleted when left. */
+  /** Whether the session was resumed here, or held a turn or a `configure` here: one that was not is deleted when left. */
   sessionUsed = false;
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
   cleanResponses = true;

@@ -82,12 +82,13 @@ export class SessionBindingService {
     const session = await this.sessions.resume(sessionId, connection.principal!);
     await this.leaveCurrent(connection);
     this.adopt(connection, session.id);
+    // Resumed, it was kept by the connection that made it: never this one's to delete.
+    connection.state.sessionUsed = true;
   }
 
   /**
-   * Detaches the current session; one this connection never used and that holds no message (a
-   * resumed session may hold some), and that no other connection here has resumed meanwhile, is
-   * deleted rather than left to expire.
+   * Detaches the current session; one this connection made and never used, that holds no message
+   * and that no other connection here has resumed meanwhile, is deleted rather than left to expire.
    */
   private async leaveCurrent(connection: LlmConnection): Promise<void> {
     const current = connection.state.sessionId;
