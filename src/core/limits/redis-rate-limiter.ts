@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { COMMAND_TIMEOUT_MS, connectRedis } from '../session/redis-connection';
+import { ThrottledWarning } from '../logging/throttled-warning';
 import { ALLOWED, RateDecision, RateLimiter } from './rate-limiter';
 
 /**
@@ -19,9 +20,6 @@ return {count, ttl}`;
 
 type HitCommand = (key: string, windowMs: number) => Promise<[number, number]>;
 
-/** How often a Redis that fails is reported, at most. */
-const REPORT_EVERY_MS = 10_000;
-
 /**
  * Fixed-window counters in Redis (`<prefix>rate:<key>`), shared by every instance using the
  * same Redis and prefix, so a token's limit holds across replicas. When Redis fails, requests
@@ -29,8 +27,7 @@ const REPORT_EVERY_MS = 10_000;
  * not stop every device.
  */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly logger = new Logger('RateLimits');
-  private lastReport = 0;
+  private readonly failing = new ThrottledWarning(new Logger('RateLimits'));
 
   private constructor(
     private readonly redis: Redis,
@@ -50,11 +47,7 @@ export class RedisRateLimiter implements RateLimiter {
       const [count, ttl] = await hit.call(this.redis, `${this.prefix}rate:${key}`, windowMs);
       return count <= limit ? ALLOWED : { allowed: false, retryAfterMs: ttl };
     } catch (error) {
-      const now = Date.now();
-      if (now - this.lastReport > REPORT_EVERY_MS) {
-        this.lastReport = now;
-        this.logger.warn(`Rate limits are not enforced while Redis fails: ${(error as Error).message}`);
-      }
+      this.failing.warn(`Rate limits are not enforced while Redis fails: ${(error as Error).message}`);
       return ALLOWED;
     }
   }

@@ -8,6 +8,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
+import { ThrottledWarning } from '../../core/logging/throttled-warning';
 import { FRAME_MAX_DEPTH, withinDepth } from '../../core/validation/frame-schema';
 import { initializeParamsProblem } from '../request-params';
 import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
@@ -26,9 +27,6 @@ const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 /** A session rebuilt here from its record, or why not. */
 type Rebuilt = HttpSession | 'not-found' | 'full' | 'unavailable';
-
-/** How often a failing session store is reported, at most. */
-const REPORT_EVERY_MS = 10_000;
 
 /**
  * MCP Streamable HTTP sessions on `/mcp`, the SDK's `StreamableHTTPServerTransport` doing the
@@ -52,14 +50,13 @@ const REPORT_EVERY_MS = 10_000;
  */
 @Injectable()
 export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown {
-  private readonly logger = new Logger('MCP');
+  private readonly storeFailures = new ThrottledWarning(new Logger('MCP'));
   private readonly sessions = new Map<string, HttpSession>();
   /** Sessions being started or rebuilt, counted against `MCP_HTTP_MAX_SESSIONS` before they are in {@link sessions}. */
   private reserved = 0;
   /** Rebuilds under way, so that concurrent requests for one session rebuild it once. */
   private readonly restoring = new Map<string, Promise<Rebuilt>>();
   private refresher?: NodeJS.Timeout;
-  private lastStoreReport = 0;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -287,10 +284,7 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
   }
 
   private reportStoreFailure(error: unknown, consequence: string): void {
-    const now = Date.now();
-    if (now - this.lastStoreReport < REPORT_EVERY_MS) return;
-    this.lastStoreReport = now;
-    this.logger.warn(`MCP session store failed (${(error as Error).message}): ${consequence}`);
+    this.storeFailures.warn(`MCP session store failed (${(error as Error).message}): ${consequence}`);
   }
 }
 
