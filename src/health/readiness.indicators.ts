@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { optionalProvider } from '../core/optional-provider';
 import { SESSION_STORE, SessionStore } from '../core/session/session-store';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
 import { HealthService } from './health.service';
@@ -67,10 +68,6 @@ export class ReadinessIndicators {
 
   /** Looked up when asked: the upstream module reports to health, so it cannot be injected here. */
   private upstreamService(): UpstreamServersService | undefined {
-    try {
-      return this.modules.get(UpstreamServersService, { strict: false });
-    } catch {
-      return undefined;
-    }
+    return optionalProvider(this.modules, UpstreamServersService);
   }
 }

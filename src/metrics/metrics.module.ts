@@ -1,5 +1,6 @@
 import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { SessionService } from '../core/session/session.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
@@ -35,15 +36,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       connections: this.modules.get(ConnectionRegistry, { strict: false }),
       sessions: this.modules.get(SessionService, { strict: false }),
       tools: this.modules.get(ToolRegistryService, { strict: false }),
-      upstreams: this.optional(UpstreamServersService),
+      upstreams: optionalProvider(this.modules, UpstreamServersService),
     });
-  }
-
-  private optional<T>(type: new (...args: never[]) => T): T | undefined {
-    try {
-      return this.modules.get(type, { strict: false });
-    } catch {
-      return undefined;
-    }
   }
 }

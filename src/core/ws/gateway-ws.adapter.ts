@@ -5,6 +5,7 @@ import { WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { MetricsService } from '../../metrics/metrics.service';
 import { AccessTokenService } from '../auth/access-token.service';
+import { optionalProvider } from '../optional-provider';
 import { OriginPolicy } from '../http/origin-policy';
 import { DrainService } from '../lifecycle/drain.service';
 import type { TokenQuota } from './connection-caps';
@@ -136,12 +137,8 @@ export class GatewayWsAdapter extends WsAdapter {
 
   /** Named tokens' `max_connections`, when the app has tokens (an app built without `GatewayModule` may not). */
   private tokenQuotas(): ((principal: string) => TokenQuota | undefined) | undefined {
-    let tokens: AccessTokenService;
-    try {
-      tokens = this.app.get(AccessTokenService, { strict: false });
-    } catch {
-      return undefined;
-    }
+    const tokens = optionalProvider(this.app, AccessTokenService);
+    if (!tokens) return undefined;
     return (principal) => {
       const { name, maxConnections } = tokens.grantOf(principal);
       return name === undefined || maxConnections === undefined ? undefined : { name, maxConnections };
@@ -150,11 +147,7 @@ export class GatewayWsAdapter extends WsAdapter {
 
   /** The app's metrics, when it has them (an app built without `GatewayModule` may not). */
   private metrics(): MetricsService | undefined {
-    try {
-      return this.app.get(MetricsService, { strict: false });
-    } catch {
-      return undefined;
-    }
+    return optionalProvider(this.app, MetricsService);
   }
 
   private resolve<T>(type: Type<unknown>, role: string): T {
