@@ -70,6 +70,52 @@ describe('LLM gateway client tools', () => {
       await client.close();
     });
 
+    it('answers a frame of good and malformed tools tool by tool, and the good ones serve the next turn (spec 4.6, 5.5, 11.5)', async () => {
+      const client = await stack.connect();
+      const answer = await register(client, [
+        { name: 'light_on', description: 'Turns the light on', parameters: { type: 'object' } },
+        { name: 'params_string', description: 'x', parameters: 'not a schema' },
+        { name: 'params_number', description: 'x', parameters: 42 },
+        { name: 'params_array', description: 'x', parameters: [{ type: 'object' }] },
+        { name: 'params_missing', description: 'x' },
+        { description: 'no name', parameters: { type: 'object' } },
+        { name: 7, description: 'numeric name', parameters: { type: 'object' } },
+        { name: 'light_on', description: 'twice in one frame', parameters: { type: 'object' } },
+        { name: 'light_off', description: 'Turns the light off', parameters: { type: 'object', properties: { room: { type: 'string' } } } },
+      ]);
+      expect(answer).toMatchObject({ type: 'tools_registered', count: 2 });
+      expect(answer.tools).toEqual([
+        { name: 'light_on', status: 'registered' },
+        { name: 'params_string', status: 'failed', error: expect.stringMatching(/JSON Schema object/), code: 'INVALID_TOOL_PARAMETERS' },
+        { name: 'params_number', status: 'failed', error: expect.stringMatching(/JSON Schema object/), code: 'INVALID_TOOL_PARAMETERS' },
+        { name: 'params_array', status: 'failed', error: expect.stringMatching(/JSON Schema object/), code: 'INVALID_TOOL_PARAMETERS' },
+        { name: 'params_missing', status: 'failed', error: expect.stringMatching(/JSON Schema object/), code: 'INVALID_TOOL_PARAMETERS' },
+        { name: '', status: 'failed', error: 'Tool name must be a non-empty string', code: 'TOOL_REGISTRATION_FAILED' },
+        { name: '7', status: 'failed', error: 'Tool name must be a non-empty string', code: 'TOOL_REGISTRATION_FAILED' },
+        { name: 'light_on', status: 'failed', error: 'Tool name already exists', code: 'TOOL_REGISTRATION_FAILED' },
+        { name: 'light_off', status: 'registered' },
+      ]);
+
+      stack.llm.reply({ toolCalls: [{ id: 'l', name: 'light_off', arguments: { room: 'hall' } }] }, { text: 'Done.' });
+      client.send({ type: 'text_input', text: 'Lights off in the hall' });
+      const callback = (await client.until('tool_callback')).pop();
+      expect(callback).toMatchObject({ tool_name: 'light_off', arguments: { room: 'hall' } });
+      expect(stack.llm.requests[0].tools!.map((tool) => tool.function.name)).toEqual(expect.arrayContaining(['light_on', 'light_off']));
+      expect(stack.llm.requests[0].tools!.map((tool) => tool.function.name)).not.toContain('params_string');
+      client.send({ type: 'tool_result', call_id: callback.call_id, success: true, result: 'off' });
+      expect((await client.until('llm_response')).pop().content).toBe('Done.');
+      await client.close();
+    });
+
+    it('answers an empty list with count 0, and a list that is not one of objects with INVALID_MESSAGE', async () => {
+      const client = await stack.connect();
+      expect(await register(client, [])).toMatchObject({ type: 'tools_registered', count: 0, tools: [] });
+      client.send({ type: 'register_tools', tools: [{ name: 'fine', description: 'x', parameters: { type: 'object' } }, 'not a tool'] });
+      expect(await client.next()).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE', message: 'tools.1 must be object' });
+      expect(await register(client, [{ name: 'fine', description: 'x', parameters: { type: 'object' } }])).toMatchObject({ count: 1 });
+      await client.close();
+    });
+
     it('refuses tools past CLIENT_TOOLS_MAX_COUNT', async () => {
       const client = await stack.connect();
       const tools = [1, 2, 3, 4, 5].map((n) => ({ name: `tool_${n}`, description: 'x', parameters: { type: 'object' } }));

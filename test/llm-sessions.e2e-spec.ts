@@ -61,27 +61,28 @@ describe('LLM gateway sessions', () => {
     await second.close();
   });
 
-  it('deletes a session its connection never used when it closes, and keeps one it held a turn in or configured', async () => {
-    const [idle, talked, configured] = [await alice(), await alice(), await alice()];
+  it('keeps every session it handed out resumable after a disconnect: one that only registered tools, one that did nothing (spec 6.1, 9.6)', async () => {
+    const [registered, silent, talked, configured] = [await alice(), await alice(), await alice(), await alice()];
+    registered.send({ type: 'register_tools', tools: [{ name: 'get_battery', description: 'Battery level', parameters: { type: 'object' } }] });
+    await registered.until('tools_registered');
     await say(talked, 'keep me');
     configured.send({ type: 'configure', language: 'fr' });
     configured.send({ type: 'ping' });
     await configured.until('pong');
-    await Promise.all([idle.close(), talked.close(), configured.close()]);
+    // Lost network, not a goodbye: the sockets are cut without a close frame.
+    for (const client of [registered, silent, talked, configured]) client.socket.terminate();
+    await Promise.all([registered, silent, talked, configured].map((client) => client.closed));
 
-    const back = await alice();
-    back.send({ type: 'start_session', session_id: idle.sessionId });
-    expect((await back.until('error')).pop()).toMatchObject({ code: 'SESSION_ERROR' });
-    for (const kept of [talked, configured]) {
-      back.send({ type: 'start_session', session_id: kept.sessionId });
-      expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: kept.sessionId });
+    for (const before of [registered, silent, talked, configured]) {
+      const back = await alice();
+      back.send({ type: 'start_session', session_id: before.sessionId });
+      expect((await back.until('status', 'connected')).pop().data).toEqual({ session_id: before.sessionId });
+      await say(back, 'I am back');
+      await back.close();
     }
-    await back.close();
-
-    // A connection that resumes a session and leaves without using it leaves it as it was.
+    // text_input naming the session resumes it too.
     const again = await alice();
-    again.send({ type: 'start_session', session_id: configured.sessionId });
-    expect((await again.until('status', 'connected')).pop().data).toEqual({ session_id: configured.sessionId });
+    expect(await say(again, 'and again', { session_id: silent.sessionId })).toBe('You said: and again');
     await again.close();
   });
 

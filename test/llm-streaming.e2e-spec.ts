@@ -121,7 +121,8 @@ describe('LLM gateway: live turns', () => {
       ]);
       expect(ending.filter((frame) => frame.type === 'llm_response' && frame.is_final)).toEqual([]);
       await client.expectSilence(300);
-      expect(stack.llm.streams[0].closedEarlyAt! - cancelledAt).toBeLessThan(50);
+      // The answer would go on for seconds: the model request closes as soon as the cancel is read.
+      expect(stack.llm.streams[0].closedEarlyAt! - cancelledAt).toBeLessThan(500);
       expect(firstSentence.content).toBe('Beijing is sunny today.');
 
       stack.llm.reply((request) => ({ text: `history: ${request.messages.filter((message) => message.role !== 'system').map((message) => `${message.role}=${message.content}`).join('|')}` }));
@@ -165,7 +166,7 @@ describe('LLM gateway: live turns', () => {
       await client.close();
     });
 
-    it('answers idle when no turn is running, and cancels a waiting turn before it starts', async () => {
+    it('answers idle when no turn is running, and ends a waiting turn at once, before the running one', async () => {
       const client = await stack.connect();
       client.send({ type: 'cancel' });
       expect(await client.next()).toMatchObject({ type: 'status', status: 'idle' });
@@ -174,13 +175,67 @@ describe('LLM gateway: live turns', () => {
       client.send({ type: 'text_input', text: 'two', turn_id: 'second' });
       client.send({ type: 'cancel', turn_id: 'second' });
       const frames = await client.until('status', 'idle');
-      expect(frames.filter((frame) => frame.turn_id === 'first').map((frame) => frame.type)).toContain('llm_response');
-      const second = await client.until('status', 'idle');
-      expect(second.map((frame) => [frame.turn_id, frame.status])).toEqual([
-        ['second', 'cancelled'],
-        ['second', 'idle'],
+      expect(frames.filter((frame) => frame.turn_id === 'second').map((frame) => frame.status)).toEqual(['cancelled', 'idle']);
+      const first = [...frames.filter((frame) => frame.turn_id === 'first'), ...(await client.until('status', 'idle'))];
+      expect(first.map((frame) => [frame.turn_id, frame.status ?? frame.type])).toEqual([
+        ['first', 'processing'],
+        ['first', 'llm_response'],
+        ['first', 'idle'],
       ]);
       expect(stack.llm.requests.map(lastUserText)).toEqual(['one']);
+      await client.close();
+    });
+
+    describe.each([
+      { stream: false, named: false },
+      { stream: false, named: true },
+      { stream: true, named: false },
+      { stream: true, named: true },
+    ])('a cancel right behind its text_input (stream $stream, turn_id given $named)', ({ stream, named }) => {
+      it('ends each of 100 turns with cancelled then idle, and no answer of them ever comes', async () => {
+        const client = await stack.connect();
+        client.send({ type: 'configure', stream });
+        // A turn that starts before its cancel arrives must still be running when it does.
+        stack.llm.reply(...Array.from({ length: 100 }, () => ({ text: FIVE_SENTENCES, pace: REALISTIC })));
+        for (let i = 0; i < 100; i++) {
+          client.send({ type: 'text_input', text: `turn ${i}`, ...(named && { turn_id: `q${i}` }) });
+          client.send({ type: 'cancel', ...(named && { turn_id: `q${i}` }) });
+        }
+        const frames: any[] = [];
+        while (frames.filter((frame) => frame.status === 'idle').length < 100) frames.push(await client.next(8000));
+        await client.expectSilence(700);
+
+        expect(frames.filter((frame) => frame.type === 'error' || frame.type === 'llm_response' || frame.turn_id === undefined)).toEqual([]);
+        const byTurn = new Map<string, string[]>();
+        for (const frame of frames) byTurn.set(frame.turn_id, [...(byTurn.get(frame.turn_id) ?? []), frame.status]);
+        expect(byTurn.size).toBe(100);
+        if (named) expect([...byTurn.keys()]).toEqual(expect.arrayContaining(Array.from({ length: 100 }, (_, i) => `q${i}`)));
+        for (const statuses of byTurn.values()) expect(statuses.filter((status) => status !== 'processing')).toEqual(['cancelled', 'idle']);
+        expect(connectionOf(stack, client).state.turns.size).toBe(0);
+
+        stack.llm.reset();
+        client.send({ type: 'text_input', text: 'still here?' });
+        expect((await client.until('status', 'idle')).find((frame) => frame.is_final)?.content).toBe('You said: still here?');
+        await client.close();
+      });
+    });
+
+    it('stops 20 streamed answers, each cancelled after its first partial, with nothing of any after its cancel', async () => {
+      const client = await stack.connect();
+      client.send({ type: 'configure', stream: true });
+      for (let i = 0; i < 20; i++) {
+        stack.llm.reply({ text: FIVE_SENTENCES, pace: { firstTokenMs: 0, tokensPerSecond: 200 } });
+        client.send({ type: 'text_input', text: `turn ${i}` });
+        const partial = (await client.until('llm_response')).pop();
+        expect(partial).toMatchObject({ is_final: false, seq: 0 });
+        client.send({ type: 'cancel' });
+        const rest = await client.until('status', 'idle');
+        expect(rest.filter((frame) => frame.turn_id !== partial.turn_id)).toEqual([]);
+        expect(rest.slice(-2).map((frame) => frame.status)).toEqual(['cancelled', 'idle']);
+        expect(rest.filter((frame) => frame.is_final)).toEqual([]);
+      }
+      await client.expectSilence(300);
+      expect(connectionOf(stack, client).state.turns.size).toBe(0);
       await client.close();
     });
 

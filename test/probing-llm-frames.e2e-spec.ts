@@ -49,15 +49,13 @@ describe('probing: LLM gateway frames', () => {
   it('names every problem of a small refused frame, and only the first few of a large one', async () => {
     const client = await stack.connect();
     client.send({ type: 'register_tools', tools: [1, 'two', null] });
-    expect(await client.next()).toMatchObject({ code: 'INVALID_MESSAGE', message: 'each tool must be an object with name, description and parameters' });
+    expect(await client.next()).toMatchObject({ code: 'INVALID_MESSAGE', message: 'tools.0 must be object; tools.1 must be object; tools.2 must be object' });
     client.send({ type: 'configure', temperature: 'hot', max_tokens: 0.5, enable_context: 'yes', stream: 1 });
     expect((await client.next()).message).toBe(
       'temperature must be a number; max_tokens must be an integer; max_tokens must not be less than 1; enable_context must be true or false; stream must be true or false',
     );
-    client.send({ type: 'register_tools', tools: Array.from({ length: 14 }, (_, index) => ({ name: index, description: 'd', parameters: {} })) });
-    expect((await client.next()).message).toBe(
-      `${Array.from({ length: 10 }, (_, index) => `tools.${index}.name must be string`).join('; ')}; and 4 more`,
-    );
+    client.send({ type: 'register_tools', tools: Array.from({ length: 14 }, (_, index) => index) });
+    expect((await client.next()).message).toBe(`${Array.from({ length: 10 }, (_, index) => `tools.${index} must be object`).join('; ')}; and 4 more`);
     await client.close();
   });
 });

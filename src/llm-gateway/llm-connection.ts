@@ -20,8 +20,6 @@ export interface PendingCallback {
  */
 export class LlmConnectionState {
   sessionId = '';
-  /** Whether the session was resumed here, or held a turn or a `configure` here: one that was not is deleted when left. */
-  sessionUsed = false;
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
   cleanResponses = true;
   /** Sentences as they are ready (`configure {stream}`, `LLM_STREAM_DEFAULT`). */
@@ -34,12 +32,6 @@ export class LlmConnectionState {
 
   constructor(streamByDefault: boolean) {
     this.stream = streamByDefault;
-  }
-
-  /** The turn that is running, if one is. */
-  get runningTurn(): Turn | undefined {
-    for (const turn of this.turns.values()) if (turn.started) return turn;
-    return undefined;
   }
 }
 

@@ -85,29 +85,36 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
     const { turns, bargeIn } = connection.state;
     const turnId = input.turn_id ?? randomUUID();
     if (turns.has(turnId)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Turn "${turnId}" is already running or waiting`);
+    if (bargeIn) for (const earlier of [...turns.values()]) earlier.cancel();
     const turn = new Turn(turnId, connection);
-    const queued = this.serially(connection, () => this.turns.run(connection, turn, input));
-    if (bargeIn) for (const earlier of turns.values()) earlier.cancel();
+    const run = () => this.turns.run(connection, turn, input);
+    const queued = connection.queue(MAX_WAITING_REQUESTS).schedule(() => (connection.isOpen ? run() : undefined));
+    turn.whileWaiting(() => {
+      if (queued.withdraw()) run().catch((error: Error) => this.logger.error(`Turn ${turnId} could not end: ${error.stack}`));
+    });
     turns.set(turnId, turn);
-    return queued;
+    return queued.done;
   }
 
   /**
-   * Stops the running turn, or the one `turn_id` names (running or waiting); the turn answers
-   * `status: cancelled`, then `idle`. With no turn in flight, the answer is `idle`.
+   * Stops the turns in flight, running or still waiting (a device may cancel the instant after
+   * its `text_input`), or the one `turn_id` names; each answers `status: cancelled`, then `idle`.
+   * With no turn in flight, the answer is `idle`. `spoken` belongs to the earliest turn, the one
+   * the device was playing.
    */
   @OnFrame('cancel', { schema: cancelSchema })
   cancel(request: CancelFrame, connection: LlmConnection) {
-    const { turns, runningTurn, sessionId } = connection.state;
-    const turn = request.turn_id === undefined ? runningTurn : turns.get(request.turn_id);
-    if (request.turn_id !== undefined && !turn) {
+    const { turns, sessionId } = connection.state;
+    const named = request.turn_id === undefined ? undefined : turns.get(request.turn_id);
+    if (request.turn_id !== undefined && !named) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `No turn "${request.turn_id}" is running or waiting`);
     }
-    if (!turn || turn.answered) return statusFrame('idle', { session_id: sessionId });
-    if (request.spoken !== undefined && request.spoken.length > turn.spokenLimit) {
+    const inFlight = (named ? [named] : [...turns.values()]).filter((turn) => !turn.answered);
+    if (inFlight.length === 0) return statusFrame('idle', { session_id: sessionId });
+    if (request.spoken !== undefined && request.spoken.length > inFlight[0].spokenLimit) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'spoken is longer than the answer so far');
     }
-    turn.cancel(request.spoken);
+    inFlight.forEach((turn, index) => turn.cancel(index === 0 ? request.spoken : undefined));
     return undefined;
   }
 

@@ -25,17 +25,17 @@ export class SessionBindingService {
   }
 
   /**
-   * Releases the connection's session when it closes: one it held a turn in, or configured, stays
-   * resumable until it times out; one it never used is deleted, so connections that only come
-   * and go leave nothing behind for `CLOUD_SESSION_TIMEOUT`.
+   * Releases the connection's session when it closes. It stays resumable until it has been idle
+   * for `CLOUD_SESSION_TIMEOUT` (spec 6.1, 9.6), used or not: the client was given its id and may
+   * come back for it. What connections that only come and go leave is bounded by the token's
+   * `CLOUD_SESSION_MAX_PER_PRINCIPAL` and the timeout.
    */
   release(connection: LlmConnection): void {
-    this.leaveCurrent(connection).catch((error: Error) => this.logger.warn(`Could not release session ${connection.state.sessionId}: ${error.message}`));
+    this.sessions.detach(connection.state.sessionId, connection.id);
   }
 
   /** The connection's session as it is now, for a turn (SESSION_ERROR when it expired). */
   current(connection: LlmConnection): Promise<Session> {
-    connection.state.sessionUsed = true;
     return this.sessions.require(connection.state.sessionId);
   }
 
@@ -51,7 +51,6 @@ export class SessionBindingService {
       ...(settings.language !== undefined && { language: settings.language }),
     };
     if (Object.keys(patch).length === 0) return;
-    connection.state.sessionUsed = true;
     await this.sessions.configure(connection.state.sessionId, patch);
   }
 
@@ -59,7 +58,7 @@ export class SessionBindingService {
   async startSession(connection: LlmConnection, sessionId: string | undefined): Promise<void> {
     if (sessionId === undefined) {
       const session = await this.sessions.create(connection.principal!);
-      await this.leaveCurrent(connection);
+      this.release(connection);
       this.adopt(connection, session.id);
     } else if (sessionId !== connection.state.sessionId) {
       await this.switchTo(connection, sessionId);
@@ -80,29 +79,13 @@ export class SessionBindingService {
   /** Resumes `sessionId` on this connection (SESSION_ERROR when it cannot be). */
   async switchTo(connection: LlmConnection, sessionId: string): Promise<void> {
     const session = await this.sessions.resume(sessionId, connection.principal!);
-    await this.leaveCurrent(connection);
+    this.release(connection);
     this.adopt(connection, session.id);
-    // Resumed, it was kept by the connection that made it: never this one's to delete.
-    connection.state.sessionUsed = true;
-  }
-
-  /**
-   * Detaches the current session; one this connection made and never used, that holds no message
-   * and that no other connection here has resumed meanwhile, is deleted rather than left to expire.
-   */
-  private async leaveCurrent(connection: LlmConnection): Promise<void> {
-    const current = connection.state.sessionId;
-    if (!current) return;
-    this.sessions.detach(current, connection.id);
-    if (connection.state.sessionUsed) return;
-    const session = await this.sessions.require(current).catch(() => undefined);
-    if (session && session.history.length === 0 && !this.sessions.isAttached(current)) await this.sessions.end(current);
   }
 
   /** Makes `sessionId` the connection's; if another connection resumes it later, this one moves to a fresh session. */
   private adopt(connection: LlmConnection, sessionId: string): void {
     connection.state.sessionId = sessionId;
-    connection.state.sessionUsed = false;
     this.sessions.attach(sessionId, connection.id, () => void this.moveOn(connection, sessionId));
   }
 

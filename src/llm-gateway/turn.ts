@@ -41,6 +41,8 @@ export class Turn {
   started = false;
   /** Whether its final answer went out: a cancel comes too late. */
   answered = false;
+  /** Takes the turn out of the connection's queue and ends it at once, while it waits there. */
+  private leaveQueue?: () => void;
 
   constructor(
     readonly id: string,
@@ -65,11 +67,24 @@ export class Turn {
     return this.cancelledWith?.spoken;
   }
 
-  /** Stops the turn: the model request, tools and device callbacks are aborted; nothing more of it is sent. */
+  /**
+   * How the turn leaves the queue it waits in: `leave` withdraws it and ends it at once. Set by
+   * whoever queued it, so a cancelled turn that never started neither holds a place in the queue
+   * nor keeps its client waiting for the turns ahead of it.
+   */
+  whileWaiting(leave: () => void): void {
+    this.leaveQueue = leave;
+  }
+
+  /**
+   * Stops the turn: the model request, tools and device callbacks are aborted; nothing more of it
+   * is sent but its ending. A turn still waiting for its place leaves the queue and ends now.
+   */
   cancel(spoken?: string): void {
     if (this.cancelledWith) return;
     this.cancelledWith = { spoken };
     this.controller.abort(new TurnCancelled(this.id));
+    if (!this.started) this.leaveQueue?.();
   }
 
   /** The connection closed: everything of the turn stops. */

@@ -136,11 +136,6 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     );
   }
 
-  /** Whether a connection of this instance holds the session. */
-  isAttached(sessionId: string): boolean {
-    return this.attachments.has(sessionId);
-  }
-
   /** How many sessions connections of this instance hold right now. */
   get attachedCount(): number {
     return this.attachments.size;

@@ -49,4 +49,36 @@ describe('SerialQueue', () => {
     await tick();
     expect(idle).toBe(true);
   });
+
+  it('frees the place of a task withdrawn while it waits, which then never runs', async () => {
+    const queue = new SerialQueue(1);
+    let release!: () => void;
+    const running = queue.run(() => new Promise<void>((resolve) => (release = resolve)));
+    const ran: number[] = [];
+    const withdrawn = queue.schedule(() => ran.push(1));
+    expect(() => queue.run(() => ran.push(2))).toThrow(QueueFullError);
+    expect(withdrawn.withdraw()).toBe(true);
+    expect(withdrawn.withdraw()).toBe(false);
+    const next = queue.run(() => ran.push(3));
+    await tick();
+    release();
+    await running;
+    expect(await withdrawn.done).toBeUndefined();
+    await next;
+    expect(ran).toEqual([3]);
+    await queue.whenIdle();
+    expect(queue.size).toBe(0);
+  });
+
+  it('cannot withdraw a task that has started', async () => {
+    const queue = new SerialQueue();
+    let release!: () => void;
+    const started = queue.schedule(() => new Promise<string>((resolve) => (release = () => resolve('done'))));
+    await tick();
+    expect(started.withdraw()).toBe(false);
+    release();
+    expect(await started.done).toBe('done');
+    await queue.whenIdle();
+    expect(queue.size).toBe(0);
+  });
 });

@@ -10,6 +10,14 @@ export class QueueFullError extends GatewayError {
 
 const ignore = () => undefined;
 
+/** A task in a {@link SerialQueue}: its outcome, and a way to take it back before it starts. */
+export interface QueuedTask<T> {
+  /** Settles with the task's outcome, or `undefined` if it was withdrawn. */
+  readonly done: Promise<T | undefined>;
+  /** Takes the task back if it has not started; returns whether it had not. */
+  withdraw(): boolean;
+}
+
 /**
  * Runs one connection's tasks one at a time, in the order they came: the LLM gateway's turns
  * and session changes, UTCP per-tool calls whose answers are paired with calls by order alone.
@@ -38,12 +46,34 @@ export class SerialQueue {
    * {@link QueueFullError} (synchronously) when `maxWaiting` tasks already wait.
    */
   run<T>(task: () => T | Promise<T>): Promise<T> {
+    return this.schedule(task).done as Promise<T>;
+  }
+
+  /**
+   * {@link run}, for a task that may be taken back while it waits: a withdrawn task never runs
+   * (`done` resolves `undefined`) and frees its place at once, so a client that cancels what it
+   * queued is not refused for waiting requests it no longer wants.
+   */
+  schedule<T>(task: () => T | Promise<T>): QueuedTask<T> {
     if (this.active > this.maxWaiting) throw new QueueFullError(this.maxWaiting);
     this.active += 1;
-    const result = this.tail.then(task);
-    this.tail = result.then(ignore, ignore);
-    void this.tail.then(() => this.settled());
-    return result;
+    let state: 'waiting' | 'running' | 'withdrawn' = 'waiting';
+    const done = this.tail.then(() => {
+      if (state === 'withdrawn') return undefined;
+      state = 'running';
+      return task();
+    });
+    this.tail = done.then(ignore, ignore);
+    void this.tail.then(() => state !== 'withdrawn' && this.settled());
+    return {
+      done,
+      withdraw: () => {
+        if (state !== 'waiting') return false;
+        state = 'withdrawn';
+        this.settled();
+        return true;
+      },
+    };
   }
 
   /** Resolves once no task is running or waiting (at once when idle). */

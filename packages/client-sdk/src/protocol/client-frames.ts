@@ -110,8 +110,10 @@ export const pingSchema = {
 } as const;
 
 /**
- * `register_tools` (spec 4.6). Each tool's name, description and schema are checked on their
- * own when it registers, so one bad tool fails alone; here only the list's shape is.
+ * `register_tools` (spec 4.6). Only the frame's shape is checked here: a bounded list of objects
+ * (an empty one is answered `count: 0`).
+ * Each tool's name, description and schema are checked when it registers and answered on their
+ * own (spec 5.5, 11.5), so one bad tool fails alone and the good ones of the frame register.
  */
 export const registerToolsSchema = {
   type: 'object',
@@ -119,21 +121,10 @@ export const registerToolsSchema = {
     type: { const: 'register_tools' },
     tools: {
       type: 'array',
-      minItems: 1,
       maxItems: LIMITS.toolsPerFrame,
-      items: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          description: { type: 'string' },
-          /** JSON Schema of the tool's arguments. */
-          parameters: { type: 'object' },
-        },
-        errorMessage: { type: 'each tool must be an object with name, description and parameters' },
-      },
+      items: { type: 'object' },
       errorMessage: {
         type: 'tools must be an array',
-        minItems: 'tools must list at least one tool',
         maxItems: `tools must list at most ${LIMITS.toolsPerFrame} tools in one frame`,
       },
     },
