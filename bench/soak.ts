@@ -7,12 +7,14 @@ import { CHURN_SETTINGS, ChurnOptions, ChurnSessions, soakChurn } from './soak/c
 import { writeReport } from './soak/report';
 import { SlowReaderOptions, soakSlowReaders } from './soak/slow-reader';
 import { SoakGateway, startSoakGateway } from './soak/soak-process';
+import { soakUnauthenticatedWave, UnauthenticatedWaveOptions } from './soak/unauthenticated-wave';
 
 /**
  * `npm run soak`: the heavier run of the probing suite, against the built gateway in a process
  * of its own (soak/soak-gateway.ts), each phase on a fresh one: 10,000 connect/disconnect
  * cycles with device tool calls pending (released sessions all kept for the hour, kept up to the
- * per-token cap, then expiring in seconds), clients that stop reading, a catastrophic pattern while another client pings. Prints one JSON line per figure and writes `soak.json` and
+ * per-token cap, then expiring in seconds), clients that stop reading, a catastrophic pattern while another client pings,
+ * waves of sockets without a token streaming unfinished 16 MB frames. Prints one JSON line per figure and writes `soak.json` and
  * `soak.md` (the table RELIABILITY.md quotes) to `--out=<dir>` (default `soak-results/`).
  * `--smoke` runs every phase with tiny counts, to keep the script working (the test suite does).
  * Every phase is bounded in count and in time; the whole run takes a few minutes.
@@ -23,18 +25,23 @@ interface SoakPlan {
   churn: Omit<ChurnOptions, 'sessions'>;
   slowReaders: SlowReaderOptions[];
   pattern: CatastrophicPatternOptions;
+  unauthenticated: UnauthenticatedWaveOptions;
 }
+
+const UNAUTHENTICATED_BOUND_BYTES = 65_536;
 
 const FULL: SoakPlan = {
   churn: { warmupCycles: 1_000, cycles: 10_000, censusCycles: 500, workers: 16, timeLimitMs: 300_000 },
   slowReaders: [1, 10].map((readers) => ({ readers, maxRequestsPerReader: 100_000, timeLimitMs: 60_000, boundBytes: BOUND_BYTES })),
   pattern: { windowMs: 5_000, length: 27, nativeLengths: [21, 23, 25] },
+  unauthenticated: { sockets: 100, frameBytes: 16 * 1024 * 1024, waves: 3, boundBytes: UNAUTHENTICATED_BOUND_BYTES },
 };
 
 const SMOKE: SoakPlan = {
   churn: { warmupCycles: 20, cycles: 100, censusCycles: 20, workers: 4, timeLimitMs: 20_000 },
   slowReaders: [{ readers: 1, maxRequestsPerReader: 30_000, timeLimitMs: 15_000, boundBytes: BOUND_BYTES }],
   pattern: { windowMs: 500, length: 27, nativeLengths: [14, 16] },
+  unauthenticated: { sockets: 4, frameBytes: 1024 * 1024, waves: 1, boundBytes: UNAUTHENTICATED_BOUND_BYTES },
 };
 
 /** Runs `phase` on a fresh gateway (with `settings`), stopped whatever happens. */
@@ -63,6 +70,13 @@ async function main(): Promise<void> {
     }
     for (const readers of plan.slowReaders) record(await onFreshGateway(llm, (gateway) => soakSlowReaders(gateway, readers)));
     record(await onFreshGateway(llm, (gateway) => soakCatastrophicPattern(gateway, llm, plan.pattern)));
+    record(
+      await onFreshGateway(llm, (gateway) => soakUnauthenticatedWave(gateway, plan.unauthenticated), {
+        WS_UNAUTHENTICATED_MAX_BYTES: String(UNAUTHENTICATED_BOUND_BYTES),
+        WS_MAX_CONNECTIONS_PER_ADDRESS: '0',
+        WS_MAX_UNAUTHENTICATED: '200',
+      }),
+    );
   } finally {
     await llm.close();
   }

@@ -8,6 +8,7 @@ import { GatewayLogger } from './core/logging/gateway-logger';
 import { startupSummary } from './core/logging/startup-summary';
 import { GatewayWsAdapter } from './core/ws/gateway-ws.adapter';
 import { isLoopbackHost } from './core/http/loopback';
+import { limitRequestHeaders } from './core/http/request-header-deadline';
 
 export interface GatewayAppOptions {
   /**
@@ -34,8 +35,8 @@ const SHUTDOWN_DEADLINE_MS = 30_000;
 
 /**
  * Creates a Nest app around `rootModule` (which must import `GatewayModule.forRoot()`), wired
- * the way the gateway needs: its WebSocket adapter, its logger, body limits from the config,
- * graceful shutdown, and a start-up summary once it listens. Call `listen()` on the result.
+ * the way the gateway needs: its WebSocket adapter, its logger (JSON bodies are parsed after
+ * authentication, by `JsonBodyInterceptor`), graceful shutdown, and a start-up summary once it listens. Call `listen()` on the result.
  */
 export async function createGatewayApp(rootModule: Type<unknown>, options: GatewayAppOptions = {}): Promise<GatewayApp> {
   const app = await NestFactory.create<NestExpressApplication>(rootModule, {
@@ -44,6 +45,8 @@ export async function createGatewayApp(rootModule: Type<unknown>, options: Gatew
     bufferLogs: true,
     abortOnError: false,
     bodyParser: false,
+    // Once sockets are closed and the drain is over, idle keep-alive HTTP connections end with the server instead of holding its close.
+    forceCloseConnections: true,
   });
   let config: GatewayConfig;
   try {
@@ -53,7 +56,7 @@ export async function createGatewayApp(rootModule: Type<unknown>, options: Gatew
     throw new Error('createGatewayApp: the root module must import GatewayModule.forRoot()');
   }
   app.useLogger(new GatewayLogger(config.server));
-  app.useBodyParser('json', { limit: config.server.maxMessageBytes });
+  limitRequestHeaders(app.getHttpServer() as Server, config.server.requestHeaders);
   app.useWebSocketAdapter(new GatewayWsAdapter(app));
   if (options.handleSignals !== false) stopOnSignals(app);
   summariseOnListening(app, config);

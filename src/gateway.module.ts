@@ -1,6 +1,6 @@
 import { Global, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { ENVIRONMENT_VARIABLE_NAMES } from './config/environment';
 import { GATEWAY_CONFIG, GatewayConfig, loadGatewayConfig } from './config/gateway-config';
 import { AuditService } from './core/audit/audit.service';
@@ -39,6 +39,7 @@ import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
 import { UpstreamModule } from './upstream/upstream.module';
 import { ProtocolConnectionLimitGuard } from './core/ws/protocol-connection-limit.guard';
+import { JsonBodyInterceptor } from './core/http/json-body.interceptor';
 
 /** The core services every module may inject (the module is global). */
 const SHARED_CORE = [
@@ -109,6 +110,7 @@ const SHARED_CORE = [
         session.redisUrl ? RedisSessionPresence.connect(session.redisUrl, session.redisKeyPrefix) : new LocalSessionPresence(),
     },
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
+    { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
     ToolDiscoveryService,
     ...SHARED_CORE,
   ],

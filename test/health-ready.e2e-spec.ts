@@ -106,7 +106,7 @@ describe('liveness and readiness', () => {
       gateway = await startGateway({ LLM_BASE_URL: llm.baseUrl, REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: uniquePrefix() });
       const { status, body } = await get(gateway, '/health/ready');
       expect(status).toBe(200);
-      expect(body.info.redis).toEqual({ status: 'up' });
+      expect(body.info.redis).toEqual({ status: 'up', latency_ms: expect.any(Number) });
     });
 
     it('is unready once shutdown has begun, so balancers stop sending clients while it drains', async () => {

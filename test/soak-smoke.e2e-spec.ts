@@ -33,10 +33,10 @@ describe('the soak, in smoke mode', () => {
   const positive = expect.any(Number);
 
   it('prints each figure and writes the same ones, with the machine and the date', () => {
-    expect(printed.map((figure) => figure.figure)).toEqual(['churn', 'churn', 'churn', 'slow_reader', 'catastrophic_pattern']);
+    expect(printed.map((figure) => figure.figure)).toEqual(['churn', 'churn', 'churn', 'slow_reader', 'catastrophic_pattern', 'unauthenticated_wave']);
     expect(written).toMatchObject({ smoke: true, date: expect.any(String), machine: { cpus: positive, node: process.version }, figures: printed });
-    // The header, its rule, two lines a churn, one a slow reader, one the pattern.
-    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 8);
+    // The header, its rule, two lines a churn, one a slow reader, one the pattern, one the unauthenticated wave.
+    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 9);
   });
 
   it('churns devices with calls pending and leaves nothing but resumable sessions behind, then nothing once they expire', () => {
@@ -52,6 +52,11 @@ describe('the soak, in smoke mode', () => {
       left: { connections: 0, attached_sessions: 0, device_tools: 0, calls_running: 0, timers: 0, stored_sessions: positive },
       target: { max_heap_growth_pct: 10, met: expect.any(Boolean) },
     });
+  });
+
+  it('closes every socket without a token that streams an unfinished frame with 1009', () => {
+    const wave = printed.find((figure) => figure.figure === 'unauthenticated_wave');
+    expect(wave).toMatchObject({ sockets_per_wave: 4, waves: 1, closed_1009: 4, peak_rss_growth_mb: expect.any(Number), bound_bytes: 65_536 });
   });
 
   it('closes the client that stops reading with 1008, and says what memory it cost', () => {

@@ -41,6 +41,14 @@ export function markdownTable(figures: Figure[]): string {
           yesNo(figure.closed_1008 === figure.readers),
         ]);
         break;
+      case 'unauthenticated_wave':
+        rows.push([
+          `${figure.waves} waves of ${figure.sockets_per_wave} sockets without a token (half on \`/utcp\`, half on the MCP envelope), each streaming an unfinished ${figure.frame_mb} MB frame`,
+          `peak RSS +${figure.peak_rss_growth_mb} MB; ${figure.closed_1009} closed with 1009 in ${figure.seconds} s; heap after GC +${figure.heap_growth_after_gc_mb} MB`,
+          `under a few hundred MB (WS_UNAUTHENTICATED_MAX_BYTES ${round1(figure.bound_bytes / 1024)} KB × sockets, plus the network's buffers), all closed 1009`,
+          yesNo(figure.closed_1009 === figure.sockets_per_wave * figure.waves && figure.peak_rss_growth_mb < 300),
+        ]);
+        break;
       case 'catastrophic_pattern':
         rows.push([
           `\`${figure.pattern}\` in a device tool's schema, called with ${figure.input}, turn after turn (${figure.with_pattern.turns} turns in ${figure.window_s} s)`,

@@ -110,6 +110,7 @@ describe('gateway configuration', () => {
       pingIntervalMs: 30_000,
       retryMinMs: 1_000,
       retryMaxMs: 60_000,
+      maxResultBytes: 2_097_152,
     });
     const upstream = loadGatewayConfig({ MCP_SERVERS_FILE: 'mcp.json', MCP_UPSTREAM_CALL_TIMEOUT: '45', MCP_UPSTREAM_PING_INTERVAL: '0' }).mcp.upstream;
     expect(upstream).toMatchObject({ serversFile: resolve('mcp.json'), callTimeoutMs: 45_000, pingIntervalMs: 0 });

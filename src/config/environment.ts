@@ -135,6 +135,16 @@ export class EnvironmentVariables {
   @Min(1)
   WS_MAX_UNAUTHENTICATED = 100;
 
+  /**
+   * Bytes a socket may send before it has authenticated (the auth frame is small; a JWT fits
+   * easily); past it the socket is closed with 1009. With WS_MAX_UNAUTHENTICATED, bounds what
+   * clients without a token can make the gateway hold.
+   */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1024)
+  WS_UNAUTHENTICATED_MAX_BYTES = 65536;
+
   /** Seconds a socket that authenticates by message gets to send its auth frame (UTCP; MCP envelope: MCP_WS_AUTH_TIMEOUT). */
   @NumberFromEnv()
   @IsNumber()
@@ -185,7 +195,7 @@ export class EnvironmentVariables {
   @MinLength(1)
   REDIS_KEY_PREFIX = 'vtg:';
 
-  /** On SIGTERM, how long turns in flight may take to finish before sockets are closed, in seconds. */
+  /** On SIGTERM, how long the tool calls and turns in flight, on every protocol, may take to finish before sockets are closed, in seconds. */
   @NumberFromEnv()
   @IsNumber()
   @Min(0)
@@ -196,6 +206,18 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1024)
   CLOUD_MAX_MESSAGE_SIZE = 1048576;
+
+  /** Seconds a new connection gets to send its first request's headers (a WebSocket upgrade included); then it is dropped. */
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.1)
+  HTTP_HEADERS_TIMEOUT = 10;
+
+  /** Connections still sending their first request's headers, on each listener; past it a new connection is dropped at once. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  HTTP_MAX_INCOMPLETE_REQUESTS = 1000;
 
   @Transform(({ value }) => String(value).trim().toUpperCase())
   @IsIn(LOG_LEVELS)
@@ -298,6 +320,18 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1)
   LLM_MAX_TOOL_ROUNDS = 5;
+
+  /** Characters of one tool result the model reads; a longer one is cut, with a note saying so and how long it was. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(256)
+  LLM_MAX_TOOL_RESULT_CHARS = 16_000;
+
+  /** Characters of a server tool's result a `tool_call` frame echoes to the device; a longer one is sent as a preview this long, with its size. */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  LLM_TOOL_CALL_ECHO_CHARS = 1000;
 
   /** Replaces the spec's system prompt (14.1); `{current_time}` is filled in. */
   @IsOptional()
@@ -421,6 +455,16 @@ export class EnvironmentVariables {
   @IsNumber()
   @Min(0.01)
   MCP_UPSTREAM_RETRY_MAX = 60;
+
+  /**
+   * Bytes one message of an upstream MCP server may be (a stdio line, an HTTP body or event
+   * line); a larger answer is not held: its call fails naming this setting, and the upstream
+   * keeps its tools. Under WS_MAX_BUFFERED_BYTES, so WebSocket clients can take a result this size.
+   */
+  @NumberFromEnv()
+  @IsInt()
+  @Min(65536)
+  MCP_UPSTREAM_MAX_RESULT_BYTES = 2_097_152;
 
   // --- MCP over WebSocket, dedicated listener (MCP-WS spec 8) ---
   @IsString()

@@ -2,6 +2,7 @@ import type { LogLevel } from '@nestjs/common';
 import { readFileSync } from 'fs';
 import { join, resolve } from 'path';
 import { isLoopbackHost } from '../core/http/loopback';
+import type { RequestHeaderLimits } from '../core/http/request-header-deadline';
 import { isKnownTimeZone, systemTimeZone } from '../core/time/time-zone';
 import {
   EnvironmentInput,
@@ -23,6 +24,8 @@ export interface ConnectionCapsConfig {
   /** 0: no limit; the anonymous principal (auth off) is never counted. */
   perPrincipal: number;
   unauthenticated: number;
+  /** Bytes a socket may send before it has authenticated. */
+  unauthenticatedMaxBytes: number;
   authTimeoutMs: number;
   maxBufferedBytes: number;
   /** Tool calls one connection may have running at once. */
@@ -44,6 +47,8 @@ export interface GatewayConfig {
     logLevels: LogLevel[];
     logFormat: 'json' | 'text';
     drainTimeoutMs: number;
+    /** What a connection may take to send its first request (slowloris). */
+    requestHeaders: RequestHeaderLimits;
   };
   /** Caps on WebSocket connections, whatever their protocol. */
   connections: ConnectionCapsConfig;
@@ -95,6 +100,10 @@ export interface GatewayConfig {
     streamByDefault: boolean;
     /** How long a streaming turn's tool round runs before a filler sentence; 0 never. */
     fillerDelayMs: number;
+    /** Characters of one tool result the model reads; the rest is cut. */
+    maxToolResultChars: number;
+    /** Characters of a tool's result a `tool_call` frame echoes; past it, a preview and the size. */
+    toolCallEchoChars: number;
   };
   mcp: {
     enabled: boolean;
@@ -108,6 +117,8 @@ export interface GatewayConfig {
       pingIntervalMs: number;
       retryMinMs: number;
       retryMaxMs: number;
+      /** Most bytes one upstream message may be; a larger answer fails its call. */
+      maxResultBytes: number;
     };
     ws: {
       host: string;
@@ -206,6 +217,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       logLevels: logLevelsUpTo(env.CLOUD_LOG_LEVEL),
       logFormat: env.CLOUD_LOG_FORMAT,
       drainTimeoutMs: seconds(env.SHUTDOWN_DRAIN_TIMEOUT),
+      requestHeaders: { timeoutMs: seconds(env.HTTP_HEADERS_TIMEOUT), maxIncomplete: env.HTTP_MAX_INCOMPLETE_REQUESTS },
     },
     connections: {
       total: env.WS_MAX_CONNECTIONS,
@@ -213,6 +225,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       perAddress: env.WS_MAX_CONNECTIONS_PER_ADDRESS,
       perPrincipal: env.WS_MAX_CONNECTIONS_PER_PRINCIPAL,
       unauthenticated: env.WS_MAX_UNAUTHENTICATED,
+      unauthenticatedMaxBytes: env.WS_UNAUTHENTICATED_MAX_BYTES,
       authTimeoutMs: seconds(env.WS_AUTH_TIMEOUT),
       maxBufferedBytes: env.WS_MAX_BUFFERED_BYTES,
       maxCallsInFlight: env.WS_MAX_CALLS_IN_FLIGHT,
@@ -260,6 +273,8 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       extraBody: env.LLM_EXTRA_BODY ?? {},
       streamByDefault: env.LLM_STREAM_DEFAULT,
       fillerDelayMs: seconds(env.TOOL_FILLER_DELAY),
+      maxToolResultChars: env.LLM_MAX_TOOL_RESULT_CHARS,
+      toolCallEchoChars: env.LLM_TOOL_CALL_ECHO_CHARS,
     },
     mcp: {
       enabled: env.MCP_ENABLED,
@@ -272,6 +287,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
         pingIntervalMs: seconds(env.MCP_UPSTREAM_PING_INTERVAL),
         retryMinMs: seconds(env.MCP_UPSTREAM_RETRY_MIN),
         retryMaxMs: seconds(env.MCP_UPSTREAM_RETRY_MAX),
+        maxResultBytes: env.MCP_UPSTREAM_MAX_RESULT_BYTES,
       },
       ws: {
         host: env.MCP_WS_HOST,

@@ -1,12 +1,14 @@
-import { Controller, Get, HttpStatus, Res, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, HttpStatus, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckService } from '@nestjs/terminus';
 import type { Response } from 'express';
+import { SESSION_STORE, SessionStore } from '../core/session/session-store';
 import { HealthService } from './health.service';
 import { ReadinessIndicators } from './readiness.indicators';
 
 /**
  * Health for load balancers and orchestrators, all open (no token):
  * - `/health`: the gateway's own report (tools, sessions, connections, upstreams), 503 when not ready;
+ *   the session store is probed first (a bounded round trip, cached), so its check is current;
  * - `/health/live`: the process answers (a restart would not help otherwise); never checks dependencies;
  * - `/health/ready`: it can serve now (model server, Redis, upstream MCP servers, not shutting
  *   down): 200, or 503 naming what failed, in terminus' format.
@@ -17,10 +19,12 @@ export class HealthController {
     private readonly health: HealthService,
     private readonly checks: HealthCheckService,
     private readonly readiness: ReadinessIndicators,
+    @Inject(SESSION_STORE) private readonly sessions: SessionStore,
   ) {}
 
   @Get()
-  check(@Res() response: Response): void {
+  async check(@Res() response: Response): Promise<void> {
+    await this.sessions.probe();
     const { ready, body } = this.health.report();
     response.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).json(body);
   }

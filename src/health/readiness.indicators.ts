@@ -10,8 +10,8 @@ import { ModelServerProbe } from './model-server.probe';
 
 /**
  * What `/health/ready` checks, as terminus indicators: whether this instance can serve a turn
- * and every tool now. Each check is cheap (the model probe is cached), since balancers and
- * orchestrators ask every few seconds.
+ * and every tool now. Each check is cheap (the model and Redis probes are cached), since
+ * balancers and orchestrators ask every few seconds.
  */
 @Injectable()
 export class ReadinessIndicators {
@@ -48,9 +48,11 @@ export class ReadinessIndicators {
     return up ? check.up(details) : check.down({ ...details, message: problem });
   }
 
-  redis(): HealthIndicatorResult {
+  /** A bounded round trip to Redis (cached briefly): an open connection to a frozen Redis is no sign of a working one. */
+  async redis(): Promise<HealthIndicatorResult> {
     const check = this.indicators.check('redis');
-    return this.sessions.ready ? check.up() : check.down({ message: 'Redis is unreachable (REDIS_URL)' });
+    const { up, problem, latencyMs } = await this.sessions.probe();
+    return up ? check.up({ latency_ms: latencyMs }) : check.down({ message: problem });
   }
 
   /** Down while an enabled upstream MCP server is not connected: its tools are missing from the catalogue. */

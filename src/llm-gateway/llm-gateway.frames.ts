@@ -24,13 +24,14 @@ export const statusFrame = (status: StatusName, data: Record<string, unknown> = 
   timestamp: now(),
 });
 
-/** A turn's answer: the final one, with its timing. */
-export const llmResponseFrame = (content: string, toolCalls: TurnToolCall[], timing?: TurnTiming): LlmResponseFrame => ({
+/** A turn's answer: the final one, with its timing, and `history_saved: false` when the session's history could not keep it. */
+export const llmResponseFrame = (content: string, toolCalls: TurnToolCall[], timing?: TurnTiming, historySaved = true): LlmResponseFrame => ({
   type: 'llm_response',
   content,
   tool_calls: toolCalls,
   is_final: true,
   ...(timing && { timing }),
+  ...(!historySaved && { history_saved: false }),
   timestamp: now(),
 });
 

@@ -1,15 +1,21 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ConfigureFrame } from '../core/llm-contract';
 import type { Session, SessionSettings } from '../core/session/session';
+import { SessionExpiredError } from '../core/session/session-expired.error';
 import { SessionService } from '../core/session/session.service';
 import type { LlmConnection } from './llm-connection';
 import { statusFrame } from './llm-gateway.frames';
+
+/** Why a connection was moved to a new session without asking, as `status connected` says it. */
+type MoveReason = 'session_resumed_elsewhere' | 'session_lost';
 
 /**
  * Which session an LLM-gateway connection speaks in (spec sections 2.3, 4.2-4.4, 9.6): one made
  * when it connects, resumed or replaced at the client's request, configured, ended; released
  * when the connection closes. A session is held by one connection at a time: when another
  * resumes it, here or on another instance, this connection moves on to a fresh one and is told.
+ * So it does when its session is gone from the store (Redis restarted without its data, or the
+ * token's cap forgot it): the connection goes on in a new session rather than failing each turn.
  */
 @Injectable()
 export class SessionBindingService {
@@ -20,7 +26,7 @@ export class SessionBindingService {
   /** Gives a new connection its session and announces it (`status: connected`). */
   async open(connection: LlmConnection): Promise<void> {
     const session = await this.sessions.create(connection.principal!);
-    this.adopt(connection, session.id);
+    this.adopt(connection, session);
     connection.send(statusFrame('connected', { session_id: session.id }));
   }
 
@@ -34,9 +40,15 @@ export class SessionBindingService {
     this.sessions.detach(connection.state.sessionId, connection.id);
   }
 
-  /** The connection's session as it is now, for a turn (SESSION_ERROR when it expired). */
-  current(connection: LlmConnection): Promise<Session> {
-    return this.sessions.require(connection.state.sessionId);
+  /** The connection's session as it is now, for a turn; a new one, announced, when it is gone. */
+  async current(connection: LlmConnection): Promise<Session> {
+    const id = connection.state.sessionId;
+    try {
+      return await this.sessions.require(id);
+    } catch (error) {
+      if (!(error instanceof SessionExpiredError)) throw error;
+      return this.moveOn(connection, id, 'session_lost');
+    }
   }
 
   /** Applies `configure` to the session (and the connection's own switches: cleaning, streaming, barge-in); no answer on success. */
@@ -51,7 +63,13 @@ export class SessionBindingService {
       ...(settings.language !== undefined && { language: settings.language }),
     };
     if (Object.keys(patch).length === 0) return;
-    await this.sessions.configure(connection.state.sessionId, patch);
+    const id = connection.state.sessionId;
+    try {
+      await this.sessions.configure(id, patch);
+    } catch (error) {
+      if (!(error instanceof SessionExpiredError)) throw error;
+      await this.sessions.configure((await this.moveOn(connection, id, 'session_lost')).id, patch);
+    }
   }
 
   /** `start_session`: resumes `sessionId`, or starts a new session without one; announces it. */
@@ -59,7 +77,7 @@ export class SessionBindingService {
     if (sessionId === undefined) {
       const session = await this.sessions.create(connection.principal!);
       this.release(connection);
-      this.adopt(connection, session.id);
+      this.adopt(connection, session);
     } else if (sessionId !== connection.state.sessionId) {
       await this.switchTo(connection, sessionId);
     }
@@ -72,7 +90,7 @@ export class SessionBindingService {
     await this.sessions.end(ended);
     connection.send(statusFrame('idle', { message: 'Session ended', session_id: ended }));
     const session = await this.sessions.create(connection.principal!);
-    this.adopt(connection, session.id);
+    this.adopt(connection, session);
     connection.send(statusFrame('connected', { session_id: session.id }));
   }
 
@@ -80,20 +98,28 @@ export class SessionBindingService {
   async switchTo(connection: LlmConnection, sessionId: string): Promise<void> {
     const session = await this.sessions.resume(sessionId, connection.principal!);
     this.release(connection);
-    this.adopt(connection, session.id);
+    this.adopt(connection, session);
   }
 
-  /** Makes `sessionId` the connection's; if another connection resumes it later, this one moves to a fresh session. */
-  private adopt(connection: LlmConnection, sessionId: string): void {
-    connection.state.sessionId = sessionId;
-    this.sessions.attach(sessionId, connection.id, () => void this.moveOn(connection, sessionId));
+  /** Makes `session` the connection's; if another connection resumes it later, this one moves to a fresh session. */
+  private adopt(connection: LlmConnection, session: Session): void {
+    connection.state.sessionId = session.id;
+    this.sessions.attach(session, connection.id, () => void this.moveOnQuietly(connection, session.id));
   }
 
-  private async moveOn(connection: LlmConnection, takenSessionId: string): Promise<void> {
+  /** Gives the connection a new session in place of `previousId` and tells the client why (`status connected`). */
+  private async moveOn(connection: LlmConnection, previousId: string, reason: MoveReason): Promise<Session> {
+    const session = await this.sessions.create(connection.principal!);
+    this.release(connection);
+    this.adopt(connection, session);
+    connection.send(statusFrame('connected', { session_id: session.id, previous_session_id: previousId, reason }));
+    return session;
+  }
+
+  /** Moves on from a session taken over elsewhere; nobody waits on it, so a failure is only logged. */
+  private async moveOnQuietly(connection: LlmConnection, takenSessionId: string): Promise<void> {
     try {
-      const session = await this.sessions.create(connection.principal!);
-      this.adopt(connection, session.id);
-      connection.send(statusFrame('connected', { session_id: session.id, previous_session_id: takenSessionId, reason: 'session_resumed_elsewhere' }));
+      await this.moveOn(connection, takenSessionId, 'session_resumed_elsewhere');
     } catch (error) {
       this.logger.warn(`Could not give connection ${connection.id} a new session: ${(error as Error).message}`);
     }

@@ -13,7 +13,6 @@ import type { Session } from '../core/session/session';
 import { SessionService } from '../core/session/session.service';
 import { cleanForSpeech } from '../core/speech/clean-for-speech';
 import { languageOfText } from '../core/speech/spoken-forms';
-import { textOfContent } from '../core/tools/tool-content';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import type { PreparedToolCall } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
@@ -22,11 +21,12 @@ import { endSpan, TracingService } from '../core/tracing/tracing.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { FILLERS } from './fillers';
 import type { LlmConnection } from './llm-connection';
-import { llmCodeOfToolFailure, llmErrorFrame } from './llm-gateway.errors';
+import { llmErrorFrame } from './llm-gateway.errors';
 import { llmResponseFrame, partialResponseFrame, statusFrame, toolCallFrame } from './llm-gateway.frames';
 import { toLlmTool } from './llm-gateway.mapper';
 import { SessionBindingService } from './session-binding.service';
 import { SpeechStream } from './speech-stream';
+import { resultEcho, resultForModel } from './tool-result-text';
 import { Turn } from './turn';
 
 /** One tool call of the model's, looked up and checked once. */
@@ -43,13 +43,6 @@ interface PlannedCall {
 
 /** A call that reaches its handler: its arguments are an object and the catalogue accepted them. */
 const runs = (call: PlannedCall): boolean => call.prepared !== undefined && call.prepared.problem === undefined;
-
-/** How a tool result reads to the model: the text of its content blocks when it made some, else its value. */
-function resultForModel(outcome: ToolOutcome): string {
-  if (outcome.ok && outcome.content) return textOfContent(outcome.content);
-  if (outcome.ok) return typeof outcome.value === 'string' ? outcome.value : JSON.stringify(outcome.value ?? null);
-  return JSON.stringify({ error: { code: llmCodeOfToolFailure(outcome.code), message: outcome.message } });
-}
 
 /**
  * One turn of an LLM-gateway connection (spec 4.1, 7.4-7.7, 9.1-9.8): what the user said goes
@@ -174,11 +167,20 @@ export class TurnService {
       runTools: (calls) => this.runTools(connection, turn, session.id, calls, toolCalls),
     });
     if (turn.cancelled) throw turn.signal.reason;
-    await this.sessions.recordExchange(session.id, text, answer);
+    const historySaved = await this.keepExchange(session.id, text, answer);
     const content = speech ? speech.spoken : cleanResponses ? cleanForSpeech(answer, language) : answer;
     turn.firstSentenceAt ??= performance.now();
-    turn.hold(llmResponseFrame(content, toolCalls, turn.timing()));
+    turn.hold(llmResponseFrame(content, toolCalls, turn.timing(), historySaved));
     turn.answered = true;
+  }
+
+  /**
+   * Keeps the exchange in the session's history; false when it could not be (the store failed,
+   * or the session is gone). The answer is the client's either way: the model has finished, so
+   * the answer goes out, saying that the history does not hold it.
+   */
+  private keepExchange(sessionId: string, text: string, answer: string): Promise<boolean> {
+    return this.sessions.recordExchange(sessionId, text, answer).catch(() => false);
   }
 
   /** Whether the connection's token may hold this turn now: `llm: false` refuses it, `turns_per_minute` counts it. */
@@ -251,7 +253,7 @@ export class TurnService {
               toolCallFrame({
                 tool_name: call.call.name,
                 arguments: call.args ?? call.call.arguments,
-                result: outcome.ok ? outcome.value : { error: { code: llmCodeOfToolFailure(outcome.code), message: outcome.message } },
+                ...resultEcho(outcome, this.config.llm.toolCallEchoChars),
                 success: outcome.ok,
                 duration_ms: Math.round(outcome.durationMs * 10) / 10,
               }),
@@ -264,7 +266,7 @@ export class TurnService {
             location: call.onDevice ? 'client' : 'server',
             success: outcome.ok,
           });
-          return { callId: call.call.id, content: resultForModel(outcome) };
+          return { callId: call.call.id, content: resultForModel(outcome, this.config.llm.maxToolResultChars) };
         }),
       );
     } catch (error) {

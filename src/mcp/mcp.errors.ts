@@ -19,10 +19,23 @@ export function jsonRpcError(id: string | number | null, code: number, message: 
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
-/** The id of a (possibly invalid) JSON-RPC request, to echo in its error response. */
+/** Whether `id` is a number `JSON.parse` may have changed: past 2^53 it rounds, past a double's range it is Infinity. */
+const unrepresentable = (id: unknown): boolean => typeof id === 'number' && !(Math.abs(id) <= Number.MAX_SAFE_INTEGER);
+
+/** The id of a (possibly invalid) JSON-RPC request, to echo in its error response; null for an id that cannot be read exactly. */
 export function requestIdOf(value: unknown): string | number | null {
   const id = (value as { id?: unknown } | null)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
+  return typeof id === 'string' || (typeof id === 'number' && !unrepresentable(id)) ? id : null;
+}
+
+/**
+ * Why a message (or any message of a batch) is refused for its id: a number that cannot be read
+ * exactly, so no answer could name the request. `undefined` when its ids are fine.
+ */
+export function unrepresentableIdProblem(value: unknown): string | undefined {
+  const messages = Array.isArray(value) ? value : [value];
+  if (!messages.some((message) => unrepresentable((message as { id?: unknown } | null)?.id))) return undefined;
+  return 'not answerable: its id is a number past 2^53 - 1, which cannot be read exactly (send a string or a smaller integer)';
 }
 
 /**

@@ -1,6 +1,7 @@
-import { BeforeApplicationShutdown, Inject, Logger } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
+import { DrainService } from '../core/lifecycle/drain.service';
 import type { GatewayConnection } from '../core/ws/connection';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
@@ -46,18 +47,23 @@ const plain = { subprotocol: PLAIN_MCP_SUBPROTOCOL } as const;
   handleProtocols: (protocols) => (protocols.has(PLAIN_MCP_SUBPROTOCOL) ? PLAIN_MCP_SUBPROTOCOL : false),
   oversizedFrames: 'answer',
 })
-export class McpGateway implements ProtocolGatewayHooks<McpSocketSession>, BeforeApplicationShutdown {
+export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
   private readonly context: McpSessionContext;
 
   constructor(
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     tokens: AccessTokenService,
     mcp: McpService,
-    private readonly connections: ConnectionRegistry,
+    connections: ConnectionRegistry,
     auth: McpAuthGuard,
+    drain: DrainService,
   ) {
     const admission = (principal: string) => auth.admissionRefusal(principal, MCP_PROTOCOL);
     this.context = { tokens, mcp, settings: config.mcp.ws, logger: new Logger('MCP'), admission };
+    // Once the calls in flight are answered, sessions say goodbye (an envelope `close`) before the adapter closes their sockets.
+    drain.afterDrain('mcp_websocket', async () => {
+      await Promise.all(connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));
+    });
   }
 
   onOpen(connection: McpConnection): void {
@@ -112,10 +118,5 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession>, Befor
 
   onFrameError(error: unknown, _frame: unknown, connection: McpConnection): void {
     connection.state.reportError(toEnvelopeError(error));
-  }
-
-  /** Sessions say goodbye (an envelope `close`) before the adapter closes their sockets. */
-  async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all(this.connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));
   }
 }

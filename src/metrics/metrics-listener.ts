@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
+import { limitRequestHeaders } from '../core/http/request-header-deadline';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { StartupError } from '../core/errors/startup-error';
 import { MetricsService } from './metrics.service';
@@ -23,6 +24,7 @@ export class MetricsListener implements OnApplicationBootstrap, OnApplicationShu
     const { port, host } = this.config.metrics;
     if (port === 0) return;
     const server = createServer((request, response) => void this.answer(request, response));
+    limitRequestHeaders(server, this.config.server.requestHeaders);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) =>
         reject(new StartupError(`METRICS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to serve /metrics on CLOUD_PORT`)),

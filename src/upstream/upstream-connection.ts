@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, Implementation, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
+import { describeOversizedAnswer, DroppedMessage } from './oversized-answer';
 import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
 import type { SkippedTool } from './upstream.mapper';
 import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
@@ -46,6 +47,8 @@ export interface UpstreamContext {
   pingIntervalMs: number;
   retryMinMs: number;
   retryMaxMs: number;
+  /** Most bytes one message from an upstream may be; a larger answer fails its call alone. */
+  maxResultBytes: number;
 }
 
 /**
@@ -177,10 +180,13 @@ export class UpstreamConnection implements UpstreamLinkState {
 
   private async connectOver(kind: UpstreamTransport): Promise<Client> {
     const client = new Client(this.context.clientInfo, { capabilities: {} });
-    const link = openLink(this.server, kind, (line) => {
-      if (line.trim() === '') return;
-      this.lastStderrLine = brief(this.redact(line.trim()));
-      this.context.logger.debug(`${this.label} stderr: ${this.lastStderrLine}`);
+    const link = openLink(this.server, kind, this.context.maxResultBytes, {
+      onStderrLine: (line) => {
+        if (line.trim() === '') return;
+        this.lastStderrLine = brief(this.redact(line.trim()));
+        this.context.logger.debug(`${this.label} stderr: ${this.lastStderrLine}`);
+      },
+      onDropped: (message) => this.dropped(message),
     });
     this.client = client;
     this.link = link;
@@ -195,6 +201,11 @@ export class UpstreamConnection implements UpstreamLinkState {
     });
     await client.connect(link.transport, { timeout: this.server.connectTimeoutMs });
     return client;
+  }
+
+  private dropped(message: DroppedMessage): void {
+    const unanswered = message.id === undefined ? '; it answered no call the gateway could tell' : '';
+    this.context.logger.warn(`${this.label}: ${describeOversizedAnswer(message)}${unanswered}`);
   }
 
   private schedulePing(client: Client): void {

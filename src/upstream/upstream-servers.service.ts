@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { GATEWAY_VERSION } from '../core/version';
@@ -11,10 +11,10 @@ import type { UpstreamServerConfig } from './upstream-servers.config';
  * The upstream MCP servers of `MCP_SERVERS_FILE`, each kept connected by an
  * {@link UpstreamConnection}. They start connecting once the app has booted, all at once and
  * in the background, so that no upstream delays start-up or another; they are closed (stdio
- * children ended) when the app closes.
+ * children ended) once the app has shut down, after the drain, so calls in flight to them finish.
  */
 @Injectable()
-export class UpstreamServersService implements OnApplicationBootstrap, OnModuleDestroy {
+export class UpstreamServersService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly connections: UpstreamConnection[];
 
   constructor(
@@ -22,7 +22,7 @@ export class UpstreamServersService implements OnApplicationBootstrap, OnModuleD
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     registry: ToolRegistryService,
   ) {
-    const { pingIntervalMs, retryMinMs, retryMaxMs } = config.mcp.upstream;
+    const { pingIntervalMs, retryMinMs, retryMaxMs, maxResultBytes } = config.mcp.upstream;
     const context = {
       registry,
       logger: new Logger('McpUpstream'),
@@ -30,6 +30,7 @@ export class UpstreamServersService implements OnApplicationBootstrap, OnModuleD
       pingIntervalMs,
       retryMinMs,
       retryMaxMs,
+      maxResultBytes,
     };
     this.connections = servers.map((server) => new UpstreamConnection(server, context));
   }
@@ -42,7 +43,7 @@ export class UpstreamServersService implements OnApplicationBootstrap, OnModuleD
     this.connections.forEach((connection) => connection.start());
   }
 
-  async onModuleDestroy(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
     await Promise.all(this.connections.map((connection) => connection.stop()));
   }
 

@@ -7,6 +7,7 @@ import type { ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { activeTraceMeta } from '../core/tracing/trace-context';
+import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import { describeUpstreamError } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
@@ -172,6 +173,8 @@ export class UpstreamToolSync {
 
   private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return error; // the registry's own timeout or the caller's cancellation
+    const oversized = oversizedAnswerOf(error);
+    if (oversized) return new ToolError(`${this.label}: ${describeOversizedAnswer(oversized)}`);
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
       return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
     }

@@ -1,9 +1,9 @@
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { createInterface } from 'readline';
-import type { Readable } from 'stream';
+import { boundedFetch } from './bounded-fetch';
+import { BoundedStdioClientTransport } from './bounded-stdio-transport';
+import type { DroppedMessage } from './oversized-answer';
 import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
 
 /** An SDK client transport to one upstream, and the child's pid while a stdio one runs. */
@@ -13,22 +13,27 @@ export interface UpstreamLink {
   pid(): number | undefined;
 }
 
+/** What a link reports besides messages. */
+export interface LinkListeners {
+  /** Each line a stdio child writes to stderr. */
+  onStderrLine(line: string): void;
+  /** A message over `maxMessageBytes` was dropped. */
+  onDropped(message: DroppedMessage): void;
+}
+
 /**
- * The SDK transport for `server`. A stdio child gets the SDK's safe default environment plus
- * the entry's `env`, and its stderr is piped, never inherited, so it cannot break the
- * gateway's JSON logs: each line goes to `onStderrLine`.
+ * The SDK client transport for `server`, holding at most `maxMessageBytes` of any one message
+ * from it. A stdio child gets the SDK's safe default environment plus the entry's `env`, and
+ * its stderr is piped, never inherited, so it cannot break the gateway's JSON logs.
  */
-export function openLink(server: UpstreamServerConfig, kind: UpstreamTransport, onStderrLine: (line: string) => void): UpstreamLink {
+export function openLink(server: UpstreamServerConfig, kind: UpstreamTransport, maxMessageBytes: number, listeners: LinkListeners): UpstreamLink {
   if (server.transport === 'stdio') {
-    const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, cwd: server.cwd, stderr: 'pipe' });
-    createInterface({ input: transport.stderr as Readable }).on('line', onStderrLine);
-    return { kind, transport, pid: () => transport.pid ?? undefined };
+    const { command, args, env, cwd } = server;
+    const transport = new BoundedStdioClientTransport({ command, args, env, cwd, maxMessageBytes, ...listeners });
+    return { kind, transport, pid: () => transport.pid };
   }
-  const requestInit = { headers: server.headers };
-  const transport =
-    kind === 'sse'
-      ? new SSEClientTransport(server.url, { requestInit })
-      : new StreamableHTTPClientTransport(server.url, { requestInit });
+  const options = { requestInit: { headers: server.headers }, fetch: boundedFetch(maxMessageBytes, listeners.onDropped) };
+  const transport = kind === 'sse' ? new SSEClientTransport(server.url, options) : new StreamableHTTPClientTransport(server.url, options);
   return { kind, transport, pid: () => undefined };
 }
 

@@ -1,24 +1,6 @@
 import { ChildProcess, spawn } from 'child_process';
-import { createConnection } from 'net';
 import { freePort } from './ports';
-
-/** Resolves true when something answers Redis' PING on `port`. */
-function answersPing(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection(port, '127.0.0.1');
-    socket.setTimeout(500);
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => {
-      socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
+import { answersPing } from './redis-server';
 
 declare global {
   var privateRedis: ChildProcess | undefined;

@@ -82,8 +82,13 @@ export type SessionChangeReason =
   | 'ended'
   /** Another connection resumed this client's session; the gateway gave this one a new session. */
   | 'resumed_elsewhere'
+  /** The gateway's session store no longer had this client's session (Redis lost its data); the gateway gave it a new one. */
+  | 'lost'
   /** After a reconnection the previous session could not be resumed (expired, gateway restarted). */
   | 'resume_failed';
+
+/** The gateway's reasons for moving a connection to a new session unasked (`status connected {reason}`), as the client names them. */
+const MOVED_BY_GATEWAY = { session_resumed_elsewhere: 'resumed_elsewhere', session_lost: 'lost' } as const satisfies Record<string, SessionChangeReason>;
 
 export interface SessionChange {
   sessionId: string;
@@ -425,8 +430,9 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     this.emit(frame.type, frame as never);
     if (frame.type === 'tool_callback') {
       void this.tools.run(frame);
-    } else if (frame.type === 'status' && frame.status === 'connected' && frame.data.reason === 'session_resumed_elsewhere') {
-      this.changeSession({ sessionId: String(frame.data.session_id), previousSessionId: this.currentSession, reason: 'resumed_elsewhere' });
+    } else if (frame.type === 'status' && frame.status === 'connected' && typeof frame.data.reason === 'string' && frame.data.reason in MOVED_BY_GATEWAY) {
+      const reason = MOVED_BY_GATEWAY[frame.data.reason as keyof typeof MOVED_BY_GATEWAY];
+      this.changeSession({ sessionId: String(frame.data.session_id), previousSessionId: this.currentSession, reason });
     } else {
       this.pipeline.offer(frame);
     }

@@ -71,6 +71,8 @@ export interface TurnAnswer {
   toolCalls: TurnToolCall[];
   /** Where the turn's time went (gateways that report it). */
   timing?: TurnTiming;
+  /** False when the gateway could not keep this exchange in the session's history (`history_saved: false`): later turns will not see it. */
+  historySaved: boolean;
   cancelled: boolean;
 }
 
@@ -167,6 +169,7 @@ export class TurnRequest extends PendingRequest<TurnAnswer> {
         sentences: this.sentences,
         toolCalls: this.answer?.tool_calls ?? [],
         timing: this.answer?.timing,
+        historySaved: this.answer?.history_saved !== false,
         cancelled: this.cancelled && !this.answer,
       });
     } else {

@@ -194,7 +194,7 @@ describe('LlmGatewayClient', () => {
       connection.send({ type: 'llm_response', content: ' Take a hat.', tool_calls: [], is_final: false, seq: 1, turn_id });
       connection.send({ type: 'llm_response', content: 'It is sunny. Take a hat.', tool_calls: [], is_final: true, timing, turn_id });
       connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
-      expect(await turn).toEqual({ turnId: turn_id, content: 'It is sunny. Take a hat.', sentences: ['It is sunny.', ' Take a hat.'], toolCalls: [], timing, cancelled: false });
+      expect(await turn).toEqual({ turnId: turn_id, content: 'It is sunny. Take a hat.', sentences: ['It is sunny.', ' Take a hat.'], toolCalls: [], timing, historySaved: true, cancelled: false });
       expect(heard).toEqual([['It is sunny.', 0], [' Take a hat.', 1]]);
       expect(sentences.map(([, event]) => event)).toEqual([
         { turnId: turn_id, content: 'It is sunny.', seq: 0 },
@@ -334,6 +334,20 @@ describe('LlmGatewayClient', () => {
       await new Promise((resolve) => client.once('session', resolve));
       expect(client.sessionId).toBe('moved-on');
       expect(sessions[0][1]).toEqual({ sessionId: 'moved-on', previousSessionId: 'session-1', reason: 'resumed_elsewhere' });
+    });
+
+    it('follows the gateway to a new session when its store lost this one, in the middle of a turn', async () => {
+      const [client, connection] = await connected();
+      const sessions = record(client, 'session');
+      const turn = client.sendTurn('hello');
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.status('connected', { session_id: 'replacement', previous_session_id: 'session-1', reason: 'session_lost' });
+      connection.send({ type: 'llm_response', content: 'Hi.', tool_calls: [], is_final: true, history_saved: false, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: { session_id: 'replacement' }, turn_id });
+      expect(await turn).toMatchObject({ content: 'Hi.', historySaved: false, cancelled: false });
+      expect(client.sessionId).toBe('replacement');
+      expect(sessions[0][1]).toEqual({ sessionId: 'replacement', previousSessionId: 'session-1', reason: 'lost' });
     });
 
     it('answers ping with the round trip, and times out without a pong', async () => {

@@ -23,6 +23,8 @@ export class GatewayHttpExceptionFilter implements ExceptionFilter {
     const described = describeException(exception, this.logger);
     if (response.headersSent) return;
     if (described.status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
+    // A body left unread (a refused token, a route that never reads it) is not drained for the next request: the connection closes.
+    if (!request.complete) response.setHeader('Connection', 'close');
     if (exception instanceof RateLimitedError) response.setHeader('Retry-After', String(exception.retryAfterS));
     response.status(described.status).json(this.formats.format(described, request));
   }

@@ -1,7 +1,8 @@
 import type { HistoryMessage, Session, SessionSettings } from './session';
-import type { SessionStore } from './session-store';
+import type { SessionRef, SessionStore, SessionStoreProbe } from './session-store';
 
 const NO_HISTORY: readonly HistoryMessage[] = Object.freeze([]);
+const UP: Promise<SessionStoreProbe> = Promise.resolve(Object.freeze({ up: true }));
 
 /**
  * Sessions in this process's memory: the embedded default, for one instance. A session's
@@ -11,8 +12,11 @@ const NO_HISTORY: readonly HistoryMessage[] = Object.freeze([]);
  */
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
-  /** How many sessions each owner has: {@link trimOwner} looks further only for an owner over its limit. */
-  private readonly counts = new Map<string, number>();
+  /**
+   * Each owner's session ids, least recently active first: every write moves its session to the
+   * end (a Set keeps insertion order), so {@link trimOwner} reads only the sessions it removes.
+   */
+  private readonly byOwner = new Map<string, Set<string>>();
 
   constructor(
     private readonly timeoutMs: number,
@@ -27,7 +31,7 @@ export class MemorySessionStore implements SessionStore {
       settings: Object.isFrozen(settings) ? settings : { ...settings },
       history: history.length === 0 ? NO_HISTORY : [...history],
     });
-    this.counts.set(session.owner, (this.counts.get(session.owner) ?? 0) + 1);
+    this.markActive(session);
   }
 
   async get(id: string): Promise<Session | undefined> {
@@ -35,7 +39,7 @@ export class MemorySessionStore implements SessionStore {
     return session && { ...session };
   }
 
-  async updateSettings(id: string, settings: Partial<SessionSettings>): Promise<boolean> {
+  async updateSettings({ id }: SessionRef, settings: Partial<SessionSettings>): Promise<boolean> {
     const session = this.live(id);
     if (!session) return false;
     const next: SessionSettings = { ...session.settings };
@@ -44,33 +48,38 @@ export class MemorySessionStore implements SessionStore {
       else next[key] = value;
     }
     session.settings = next;
-    session.lastActiveAt = this.now();
+    this.touchLive(session);
     return true;
   }
 
-  async appendHistory(id: string, messages: readonly HistoryMessage[], limit: number): Promise<void> {
+  async appendHistory({ id }: SessionRef, messages: readonly HistoryMessage[], limit: number): Promise<boolean> {
     const session = this.live(id);
-    if (!session) return;
+    if (!session) return false;
     session.history = limit > 0 ? [...session.history, ...messages.map((message) => ({ ...message }))].slice(-limit) : NO_HISTORY;
-    session.lastActiveAt = this.now();
+    this.touchLive(session);
+    return true;
   }
 
-  async touch(id: string): Promise<void> {
+  async touch({ id }: SessionRef): Promise<void> {
     const session = this.live(id);
-    if (session) session.lastActiveAt = this.now();
+    if (session) this.touchLive(session);
   }
 
-  async delete(id: string): Promise<boolean> {
+  async delete({ id }: SessionRef): Promise<boolean> {
     return this.remove(id);
   }
 
-  /** A pass over every session, only for an owner over `keep`: no index per session to hold. */
+  /** Removes from the front of the owner's activity order: the least recently active first. */
   async trimOwner(owner: string, keep: number): Promise<number> {
-    if ((this.counts.get(owner) ?? 0) <= keep) return 0;
-    const byActivity = [...this.sessions.values()].filter((session) => session.owner === owner).sort((a, b) => a.lastActiveAt - b.lastActiveAt);
-    const excess = byActivity.slice(0, byActivity.length - keep);
-    for (const session of excess) this.remove(session.id);
-    return excess.length;
+    const ids = this.byOwner.get(owner);
+    let excess = (ids?.size ?? 0) - keep;
+    if (!ids || excess <= 0) return 0;
+    const removed = excess;
+    for (const id of ids) {
+      this.remove(id);
+      if (--excess === 0) break;
+    }
+    return removed;
   }
 
   async sweep(): Promise<number> {
@@ -84,6 +93,10 @@ export class MemorySessionStore implements SessionStore {
     return removed;
   }
 
+  probe(): Promise<SessionStoreProbe> {
+    return UP;
+  }
+
   readonly ready = true;
 
   /** How many sessions are held (expired ones not yet swept included). */
@@ -91,13 +104,26 @@ export class MemorySessionStore implements SessionStore {
     return this.sessions.size;
   }
 
+  private touchLive(session: Session): void {
+    session.lastActiveAt = this.now();
+    this.markActive(session);
+  }
+
+  /** Moves the session to the end of its owner's activity order. */
+  private markActive({ id, owner }: Session): void {
+    let ids = this.byOwner.get(owner);
+    if (!ids) this.byOwner.set(owner, (ids = new Set()));
+    ids.delete(id);
+    ids.add(id);
+  }
+
   private remove(id: string): boolean {
     const session = this.sessions.get(id);
     if (!session) return false;
     this.sessions.delete(id);
-    const left = this.counts.get(session.owner)! - 1;
-    if (left === 0) this.counts.delete(session.owner);
-    else this.counts.set(session.owner, left);
+    const ids = this.byOwner.get(session.owner)!;
+    ids.delete(id);
+    if (ids.size === 0) this.byOwner.delete(session.owner);
     return true;
   }
 

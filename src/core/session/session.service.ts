@@ -4,11 +4,14 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { HistoryMessage, Session, SessionSettings } from './session';
+import { SessionExpiredError } from './session-expired.error';
 import { SESSION_PRESENCE, SessionPresence } from './session-presence';
-import { SESSION_STORE, SessionStore } from './session-store';
+import { SESSION_STORE, SessionRef, SessionStore } from './session-store';
 
 interface Attachment {
   connectionId: string;
+  /** Whose it is: the store's writes keep the owner's index in step. */
+  owner: string;
   /** Called when another connection resumes the session, so this one can move on. */
   onTakenOver: () => void;
   /** Counts the changes of the session's settings made here, so a turn knows when to re-read them. */
@@ -84,19 +87,22 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     return session;
   }
 
-  /** The session `id`, or SESSION_ERROR when it is gone. */
+  /** The session `id`, or {@link SessionExpiredError} when it is gone (SESSION_ERROR when the store fails). */
   async require(id: string): Promise<Session> {
     const session = await this.guard(() => this.store.get(id));
-    if (!session) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
+    if (!session) throw new SessionExpiredError(id);
     return session;
   }
 
-  /** Changes some settings of the session; a setting given as `undefined` is cleared. */
+  /** Changes some settings of the session; a setting given as `undefined` is cleared. {@link SessionExpiredError} when it is gone. */
   async configure(id: string, settings: Partial<SessionSettings>): Promise<void> {
     const attachment = this.attachments.get(id);
     if (attachment) attachment.revision += 1;
-    const found = await this.guard(() => this.store.updateSettings(id, settings));
-    if (!found) throw new GatewayError(GatewayErrorCode.SESSION_ERROR, `Session "${id}" has expired`);
+    const found = await this.guard(async () => {
+      const session = await this.refOf(id);
+      return session !== undefined && (await this.store.updateSettings(session, settings));
+    });
+    if (!found) throw new SessionExpiredError(id);
   }
 
   /**
@@ -109,27 +115,39 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Keeps one exchange in the history, within `CLOUD_SESSION_MAX_HISTORY`; an interrupted
-   * answer of which nothing was spoken leaves the user's words alone.
+   * answer of which nothing was spoken leaves the user's words alone. False when the session is
+   * gone; SESSION_ERROR when the store failed, in which case the exchange was not kept and never
+   * will be.
    */
-  async recordExchange(id: string, user: string, assistant: string): Promise<void> {
+  async recordExchange(id: string, user: string, assistant: string): Promise<boolean> {
     const messages: HistoryMessage[] = [{ role: 'user', content: user }];
     if (assistant !== '') messages.push({ role: 'assistant', content: assistant });
-    await this.guard(() => this.store.appendHistory(id, messages, this.config.session.maxHistory));
+    return this.guard(async () => {
+      const session = await this.refOf(id);
+      return session !== undefined && (await this.store.appendHistory(session, messages, this.config.session.maxHistory));
+    });
   }
 
   async touch(id: string): Promise<void> {
-    await this.guard(() => this.store.touch(id));
+    await this.guard(async () => {
+      const session = await this.refOf(id);
+      if (session) await this.store.touch(session);
+    });
   }
 
   async end(id: string): Promise<void> {
+    const attached = this.attachments.get(id);
     this.attachments.delete(id);
-    await this.guard(() => this.store.delete(id));
+    await this.guard(async () => {
+      const session = attached ? { id, owner: attached.owner } : await this.refOf(id);
+      if (session) await this.store.delete(session);
+    });
   }
 
   /** Binds the session to a connection; a connection already holding it, here or elsewhere, is told it was taken over. */
-  attach(sessionId: string, connectionId: string, onTakenOver: () => void): void {
+  attach({ id: sessionId, owner }: SessionRef, connectionId: string, onTakenOver: () => void): void {
     const previous = this.attachments.get(sessionId);
-    this.attachments.set(sessionId, { connectionId, onTakenOver, revision: previous?.revision ?? 0 });
+    this.attachments.set(sessionId, { connectionId, owner, onTakenOver, revision: previous?.revision ?? 0 });
     if (previous && previous.connectionId !== connectionId) previous.onTakenOver();
     this.presence.announceAttach(sessionId).catch((error: Error) =>
       this.logger.warn(`Could not announce session ${sessionId} to other instances: ${error.message}`),
@@ -149,7 +167,7 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   /** Keeps attached sessions alive and removes expired ones; returns how many were removed. */
   async sweep(): Promise<number> {
     try {
-      await Promise.all([...this.attachments.keys()].map((id) => this.store.touch(id)));
+      await Promise.all([...this.attachments].map(([id, { owner }]) => this.store.touch({ id, owner })));
       const removed = await this.store.sweep();
       if (removed > 0) this.logger.debug?.(`Removed ${removed} expired session(s)`);
       return removed;
@@ -157,6 +175,14 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
       this.logger.warn(`Session cleanup failed: ${(error as Error).message}`);
       return 0;
     }
+  }
+
+  /** Who owns session `id`: known for the sessions attached here, read from the store for others; undefined when it is gone. */
+  private async refOf(id: string): Promise<SessionRef | undefined> {
+    const owner = this.attachments.get(id)?.owner;
+    if (owner !== undefined) return { id, owner };
+    const session = await this.store.get(id);
+    return session && { id, owner: session.owner };
   }
 
   private async guard<T>(operation: () => Promise<T>): Promise<T> {

@@ -31,4 +31,22 @@ describe('DeadlineSweep', () => {
     jest.advanceTimersByTime(500);
     expect(expired).toEqual([]);
   });
+
+  it('tells when it empties: at once when empty, else once the last item leaves, ended or expired', async () => {
+    const sweep = new DeadlineSweep();
+    await expect(sweep.whenEmpty()).resolves.toBeUndefined();
+    const expired: string[] = [];
+    const ended = item(performance.now() + 1000, expired, 'ended');
+    sweep.add(ended);
+    sweep.add(item(performance.now() + 100, expired, 'expired'));
+    let emptied = false;
+    void sweep.whenEmpty().then(() => (emptied = true));
+    sweep.delete(ended);
+    await Promise.resolve();
+    expect(emptied).toBe(false);
+    jest.advanceTimersByTime(150);
+    await Promise.resolve();
+    expect(expired).toEqual(['expired']);
+    expect(emptied).toBe(true);
+  });
 });

@@ -11,30 +11,54 @@ export interface Expiring {
  * the timer is armed for the next. Calls that finish are dropped from the set, so with uniform
  * time limits the timer fires about once per time limit, whatever the call rate.
  */
-export class DeadlineSweep {
-  private readonly pending = new Set<Expiring>();
+export class DeadlineSweep<T extends Expiring = Expiring> {
+  private readonly pending = new Set<T>();
   private timer?: NodeJS.Timeout;
   private armedFor = Number.POSITIVE_INFINITY;
+  private emptied?: { promise: Promise<void>; resolve: () => void };
 
   /** Items waiting for their deadline or their end. */
   get size(): number {
     return this.pending.size;
   }
 
-  add(item: Expiring): void {
+  /** The items waiting now, as a list of its own: a caller may end them while it walks it. */
+  items(): T[] {
+    return [...this.pending];
+  }
+
+  /** Resolves once no item is waiting: at once when none is, else when the last one leaves. */
+  whenEmpty(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    if (!this.emptied) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      this.emptied = { promise, resolve };
+    }
+    return this.emptied.promise;
+  }
+
+  add(item: T): void {
     this.pending.add(item);
     if (item.deadline < this.armedFor) this.arm(item.deadline);
   }
 
-  delete(item: Expiring): void {
+  delete(item: T): void {
     this.pending.delete(item);
-    if (this.pending.size === 0) this.disarm();
+    if (this.pending.size === 0) this.becameEmpty();
   }
 
   /** Stops the timer (the app is closing); pending items never expire. */
   stop(): void {
     this.pending.clear();
+    this.becameEmpty();
+  }
+
+  private becameEmpty(): void {
     this.disarm();
+    const emptied = this.emptied;
+    this.emptied = undefined;
+    emptied?.resolve();
   }
 
   private arm(deadline: number): void {
@@ -62,6 +86,7 @@ export class DeadlineSweep {
         next = item.deadline;
       }
     }
-    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+    if (this.pending.size === 0) this.becameEmpty();
+    else if (next !== Number.POSITIVE_INFINITY) this.arm(next);
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { GatewayError } from '../errors/gateway-error';
+import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { isPromise, MaybePromise, thenMaybe } from '../maybe-promise';
 import { FRAME_MAX_DEPTH, withinDepth } from '../validation/frame-schema';
 import { DeadlineSweep, Expiring } from './deadline-sweep';
@@ -107,7 +107,7 @@ export function checkArguments(entry: CatalogueEntry, args: unknown): string | u
  * - the `signal` of a handler's context (an `AbortController`) is made only if the handler reads it.
  */
 export class ToolInvoker {
-  private readonly deadlines = new DeadlineSweep();
+  private readonly deadlines = new DeadlineSweep<RunningCall>();
   private readonly watchers: ToolCallWatcher[] = [];
 
   constructor(
@@ -119,6 +119,22 @@ export class ToolInvoker {
   /** Calls running now that did not answer at once (a promise, a stream, a device's answer awaited). */
   get running(): number {
     return this.deadlines.size;
+  }
+
+  /** Resolves once no call is {@link running}: at once when none is, else when the last one ends. */
+  whenIdle(): Promise<void> {
+    return this.deadlines.whenEmpty();
+  }
+
+  /**
+   * Ends every call running now with `TOOL_UNAVAILABLE` and `message`, as its time limit would
+   * (the handler is stopped): each caller answers its client with that failure in its own words.
+   * Returns how many there were.
+   */
+  abandonAll(message: string): number {
+    const calls = this.deadlines.items();
+    for (const call of calls) call.abandon(message);
+    return calls.length;
   }
 
   /** Looks the tool up as `connectionId` and `principal` see it and checks the arguments, once. */
@@ -238,8 +254,9 @@ class RunningCall implements Expiring {
   private iterator?: AsyncIterator<unknown>;
   private stopReason?: unknown;
   private settle?: (outcome: ToolOutcome) => void;
-  private sweep?: DeadlineSweep;
-  private readonly cancel = () => this.stop(this.options.signal?.reason ?? new DOMException('The caller went away', 'AbortError'), 'cancelled');
+  private sweep?: DeadlineSweep<RunningCall>;
+  private readonly cancel = () =>
+    this.stop(this.options.signal?.reason ?? new DOMException('The caller went away', 'AbortError'), this.invoker.cancelled(this.tool, this.started));
 
   constructor(
     private readonly tool: ToolDefinition,
@@ -260,7 +277,7 @@ class RunningCall implements Expiring {
     };
   }
 
-  watch(returned: unknown, sweep: DeadlineSweep): Promise<ToolOutcome> {
+  watch(returned: unknown, sweep: DeadlineSweep<RunningCall>): Promise<ToolOutcome> {
     return new Promise<ToolOutcome>((resolve) => {
       this.settle = resolve;
       this.sweep = sweep;
@@ -276,7 +293,12 @@ class RunningCall implements Expiring {
   }
 
   expire(): void {
-    this.stop(new ToolTimeoutSignal(), 'timeout');
+    const reason = new ToolTimeoutSignal();
+    this.stop(reason, this.invoker.describeFailure(this.tool, reason, this.started));
+  }
+
+  abandon(message: string): void {
+    this.stop(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, message), failure('TOOL_UNAVAILABLE', message, this.started));
   }
 
   private signal(): AbortSignal {
@@ -287,10 +309,10 @@ class RunningCall implements Expiring {
     return this.controller.signal;
   }
 
-  private stop(reason: unknown, why: 'timeout' | 'cancelled'): void {
+  private stop(reason: unknown, outcome: ToolFailure): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    this.finish(why === 'timeout' ? this.invoker.describeFailure(this.tool, reason, this.started) : this.invoker.cancelled(this.tool, this.started));
+    this.finish(outcome);
     this.controller?.abort(reason);
     if (this.iterator) void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
   }

@@ -25,7 +25,10 @@ describe('ToolRegistryService', () => {
     registry.changes.subscribe((change) => changes.push(change));
   });
 
-  afterEach(() => registry.onModuleDestroy());
+  afterEach(() => {
+    registry.onModuleDestroy();
+    registry.onApplicationShutdown();
+  });
 
   describe('registration', () => {
     it('adds a tool with defaults and announces it', () => {
@@ -184,6 +187,26 @@ describe('ToolRegistryService', () => {
       const outcome = await registry.call('echo', { text: 'x' }, { signal: AbortSignal.abort() });
       expect(outcome).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
       expect(handler).not.toHaveBeenCalled();
+    });
+
+    it('tells when no call runs, and ends the calls still running with TOOL_UNAVAILABLE when told to, stopping their handlers', async () => {
+      let signal: AbortSignal | undefined;
+      const hangs = (_args: unknown, context: { signal: AbortSignal }) => {
+        signal = context.signal;
+        return new Promise<never>(() => undefined);
+      };
+      registry.register(echo({ name: 'hangs', timeoutMs: 60_000, handler: hangs }));
+      await expect(registry.whenNoCallsRunning()).resolves.toBeUndefined();
+      const pending = registry.call('hangs', { text: 'x' });
+      let idle = false;
+      void registry.whenNoCallsRunning().then(() => (idle = true));
+      await new Promise(setImmediate);
+      expect(idle).toBe(false);
+      expect(registry.abandonCallsRunning('The gateway is shutting down')).toBe(1);
+      await expect(pending).resolves.toMatchObject({ ok: false, code: 'TOOL_UNAVAILABLE', message: 'The gateway is shutting down' });
+      expect(signal?.aborted).toBe(true);
+      expect(idle).toBe(true);
+      expect(registry.callsRunning).toBe(0);
     });
 
     it('gives the handler the call context', async () => {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { AccessTokenService } from '../auth/access-token.service';
@@ -41,7 +41,7 @@ export type { ToolCallOptions } from './tool-invoker';
  * no protocol can forget the check. A connection's own client tools are always its own.
  */
 @Injectable()
-export class ToolRegistryService implements OnModuleDestroy {
+export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger(ToolRegistryService.name);
   private readonly schemas = new JsonSchemaCompiler();
   private readonly shared = new Map<string, CatalogueEntry>();
@@ -136,6 +136,19 @@ export class ToolRegistryService implements OnModuleDestroy {
     return this.invoker.running;
   }
 
+  /** Resolves once no call is {@link callsRunning running}: what a shutdown's drain waits for, whatever the protocol. */
+  whenNoCallsRunning(): Promise<void> {
+    return this.invoker.whenIdle();
+  }
+
+  /**
+   * Ends every call running now with `TOOL_UNAVAILABLE` and `message` (a drain's deadline passed),
+   * so that each protocol answers its caller with that failure before its socket closes; how many.
+   */
+  abandonCallsRunning(message: string): number {
+    return this.invoker.abandonAll(message);
+  }
+
   /** The tool `name` as `connectionId` and `principal` see it: its own client tools first, then shared ones. */
   get(name: string, connectionId?: string, principal?: string): ToolDefinition | undefined {
     return this.entry(name, connectionId, principal)?.tool;
@@ -216,8 +229,12 @@ export class ToolRegistryService implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    this.invoker.stop();
     this.changeStream.complete();
+  }
+
+  /** After the drain (Nest runs `onModuleDestroy` before it), so the calls it waits for keep their count and time limits. */
+  onApplicationShutdown(): void {
+    this.invoker.stop();
   }
 
   private entry(name: string, connectionId?: string, principal?: string): CatalogueEntry | undefined {

@@ -13,6 +13,9 @@ export const HEARTBEAT_CLOSE = { code: 1001, reason: 'Heartbeat timeout' } as co
 /** WebSocket's "policy violation": a client that stops reading, or never authenticates. */
 export const CLOSE_POLICY_VIOLATION = 1008;
 
+/** WebSocket's "message too big". */
+export const CLOSE_MESSAGE_TOO_BIG = 1009;
+
 /** WebSocket's "try again later": a cap was reached. */
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 

@@ -6,7 +6,7 @@ import { match, MatchFunction } from 'path-to-regexp';
 import type { Duplex } from 'stream';
 import type { WebSocketServer } from 'ws';
 import type { ConnectionCapsConfig } from '../../config/gateway-config';
-import { CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
+import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
 import { ConnectionCaps, TokenQuota } from './connection-caps';
 import { ConnectionLimitGuard } from './connection-limit.guard';
 import type { ConnectionRegistry } from './connection-registry';
@@ -172,7 +172,10 @@ export class UpgradeRouter {
         admit: (admitted, principal) => this.admit(route, admitted, principal),
       });
       connection.principal = context.principal;
-      if (connection.principal === undefined && route.options.authByMessage) this.awaitAuthentication(connection);
+      if (connection.principal === undefined) {
+        this.boundBeforeAuthentication(connection, socket, head.length);
+        if (route.options.authByMessage) this.awaitAuthentication(connection);
+      }
       this.accept(route, connection);
     });
   }
@@ -203,6 +206,27 @@ export class UpgradeRouter {
     }, authTimeoutMs);
     deadline.unref();
     connection.onClose(() => clearTimeout(deadline));
+  }
+
+  /**
+   * A socket without a principal may send `WS_UNAUTHENTICATED_MAX_BYTES` in all before it
+   * authenticates: counted off the network, before `ws` buffers a frame whole (an unfinished 16 MB
+   * frame would otherwise be held until the auth deadline), so sockets without a token hold at
+   * most that much each. Past it the socket stops being read and is closed with 1009. The count
+   * stops at the first bytes read once the socket has authenticated.
+   */
+  private boundBeforeAuthentication(connection: GatewayConnection, socket: Duplex, alreadyRead: number): void {
+    const limit = this.capsConfig.unauthenticatedMaxBytes;
+    let received = alreadyRead;
+    const count = (chunk: Buffer) => {
+      if (connection.principal !== undefined) return socket.off('data', count);
+      received += chunk.length;
+      if (received <= limit) return;
+      socket.off('data', count);
+      connection.pauseReading();
+      connection.close(CLOSE_MESSAGE_TOO_BIG, `Over ${limit} bytes sent before authenticating (WS_UNAUTHENTICATED_MAX_BYTES)`);
+    };
+    socket.on('data', count);
   }
 
   private accept(route: WsRoute, connection: GatewayConnection): void {

@@ -5,7 +5,13 @@
  * The SDK still checks what each method's params must be.
  */
 const jsonrpc = { const: '2.0' } as const;
-const requestId = { anyOf: [{ type: 'string' }, { type: 'integer' }] } as const;
+/**
+ * A numeric id must survive `JSON.parse` exactly, as the SDK requires (a safe integer): one past
+ * 2^53 is rounded, and would name another request if echoed; `1e400` parses as Infinity.
+ */
+const requestId = {
+  anyOf: [{ type: 'string' }, { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }],
+} as const;
 const params = { type: 'object', properties: { _meta: { type: 'object' } } } as const;
 
 export const jsonRpcMessageSchema = {

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ErrorCode, InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -8,10 +8,11 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
+import { DrainService } from '../../core/lifecycle/drain.service';
 import { ThrottledWarning } from '../../core/logging/throttled-warning';
 import { FRAME_MAX_DEPTH, withinDepth } from '../../core/validation/frame-schema';
 import { initializeParamsProblem } from '../request-params';
-import { jsonRpcError, requestIdOf, SERVER_ERROR } from '../mcp.errors';
+import { jsonRpcError, requestIdOf, SERVER_ERROR, unrepresentableIdProblem } from '../mcp.errors';
 import { McpService } from '../mcp.service';
 import { HttpSession } from './http-session';
 import { MCP_HTTP_SESSION_STORE, McpHttpSessionRecord, McpHttpSessionStore } from './mcp-http-session-store';
@@ -49,7 +50,7 @@ type Rebuilt = HttpSession | 'not-found' | 'full' | 'unavailable';
  * counted by the store (across instances with Redis; 429 past it).
  */
 @Injectable()
-export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown {
+export class McpHttpSessions implements OnModuleInit {
   private readonly storeFailures = new ThrottledWarning(new Logger('MCP'));
   private readonly sessions = new Map<string, HttpSession>();
   /** Sessions being started or rebuilt, counted against `MCP_HTTP_MAX_SESSIONS` before they are in {@link sessions}. */
@@ -62,7 +63,10 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly mcp: McpService,
     @Inject(MCP_HTTP_SESSION_STORE) private readonly store: McpHttpSessionStore,
-  ) {}
+    drain: DrainService,
+  ) {
+    drain.afterDrain('mcp_http', () => this.closeAll());
+  }
 
   /** Sessions this instance holds now. */
   get size(): number {
@@ -91,6 +95,9 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
     if (!withinDepth(body, FRAME_MAX_DEPTH)) {
       return reply(response, 400, ErrorCode.InvalidRequest, `Invalid Request: the message nests deeper than ${FRAME_MAX_DEPTH} levels`, requestIdOf(body));
     }
+    // The SDK drops such a message as unparsable (-32700); JSON-RPC's answer is -32600 with a null id.
+    const idProblem = unrepresentableIdProblem(body);
+    if (idProblem !== undefined) return reply(response, 400, ErrorCode.InvalidRequest, `Invalid Request: the message is ${idProblem}`);
     const principal = request.principal ?? ANONYMOUS_PRINCIPAL;
     const sessionId = request.headers['mcp-session-id'];
     if (sessionId !== undefined) return this.continueSession(sessionId, principal, request, response, body);
@@ -104,7 +111,11 @@ export class McpHttpSessions implements OnModuleInit, BeforeApplicationShutdown 
     return this.startSession(principal, request, response, body as InitializeRequest);
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  /**
+   * At shutdown, once the drain is over: closing a session ends its requests in flight
+   * unanswered (and its streams), so not before the drain has seen their calls answered.
+   */
+  private async closeAll(): Promise<void> {
     clearInterval(this.refresher);
     await Promise.all([...this.sessions.values()].map((session) => session.close()));
   }

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
+import { limitRequestHeaders } from '../../core/http/request-header-deadline';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { StartupError } from '../../core/errors/startup-error';
 import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
@@ -35,6 +36,7 @@ export class McpDedicatedListener implements OnApplicationBootstrap {
       throw new Error('The dedicated MCP listener needs the gateway\'s WebSocket adapter: create the app with createGatewayApp()');
     }
     const server = createServer(upgradeRequired);
+    limitRequestHeaders(server, this.config.server.requestHeaders);
     adapter.attachServer(server, MCP_PATH, ['/', MCP_PATH]);
     await listen(server, ws.port, ws.host);
     this.logger.log(`MCP over WebSocket also on ws://${ws.host}:${ws.port}/ (MCP_WS_PORT; 0 turns it off)`);

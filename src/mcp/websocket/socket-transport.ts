@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { compileFrameSchema } from '../../core/validation/frame-schema';
 import { jsonRpcMessageSchema } from '../dto/json-rpc.dto';
+import { unrepresentableIdProblem } from '../mcp.errors';
 import type { DirectToolCalls } from './direct-tool-calls';
 
 const isJsonRpcMessage = compileFrameSchema(jsonRpcMessageSchema);
@@ -56,7 +57,7 @@ export abstract class SocketTransport implements Transport {
   deliver(value: unknown): string | undefined {
     if (this.closed) return undefined;
     if (isJsonRpcMessage(value) !== undefined) {
-      return 'not a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method" or "result"/"error", ...})';
+      return unrepresentableIdProblem(value) ?? 'not a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method" or "result"/"error", ...})';
     }
     const message = value as JSONRPCMessage;
     if (!this.direct?.take(message)) this.onmessage?.(message);

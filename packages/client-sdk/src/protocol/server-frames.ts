@@ -53,6 +53,11 @@ export interface LlmResponseFrame extends TurnFrame {
   seq?: number;
   /** On the final one. */
   timing?: TurnTiming;
+  /**
+   * On the final one, only when the session's history could not keep this exchange (the session
+   * store failed, or the session is gone): the model will not see it in later turns.
+   */
+  history_saved?: false;
   timestamp: string;
 }
 
@@ -62,6 +67,10 @@ export interface ToolCallFrame extends TurnFrame {
   tool_name: string;
   arguments: unknown;
   result: unknown;
+  /** The result was longer than the gateway echoes (LLM_TOOL_CALL_ECHO_CHARS): `result` is the start of its text. */
+  result_truncated?: true;
+  /** With `result_truncated`: the length of the whole result's text, in characters. */
+  result_chars?: number;
   success: boolean;
   duration_ms: number;
   timestamp: string;
