@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', 'packages/*/dist/', 'dist-bench/', 'clients/c/build*/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', 'packages/*/dist/', 'packages/client-sdk/src/protocol/', 'dist-bench/', 'clients/c/build*/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

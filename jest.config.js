@@ -12,9 +12,8 @@ const common = {
   testEnvironment: 'node',
   transform,
   moduleNameMapper: {
-    // The server loads the wire contract from the SDK's build (src/core/llm-contract.ts); tests
-    // read its source, so they need no build and never see a stale one.
-    '^.*/packages/client-sdk/dist/cjs/(.*)$': `${__dirname}/packages/client-sdk/src/$1`,
+    // The SDK's src/protocol is its build's copy of the server's wire contract: tests read the source itself, never a stale copy.
+    '^(?:\\.\\./src/|\\./)protocol/(.*?)(?:\\.js)?$': `${__dirname}/src/llm-gateway/protocol/$1`,
     // The SDK is ESM and imports its modules as './x.js'; under ts-jest they are the .ts files.
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
@@ -24,7 +23,13 @@ module.exports = {
   testTimeout: 30000,
   projects: [
     { ...common, displayName: 'unit', rootDir: 'src', testRegex: '.*\\.spec\\.ts$' },
-    { ...common, displayName: 'sdk', rootDir: 'packages/client-sdk', roots: ['<rootDir>/test'], testRegex: '.*\\.spec\\.ts$' },
+    {
+      ...common,
+      displayName: 'sdk',
+      rootDir: 'packages/client-sdk',
+      roots: ['<rootDir>/test'],
+      testRegex: '.*\\.spec\\.ts$',
+    },
     {
       ...common,
       displayName: 'e2e',

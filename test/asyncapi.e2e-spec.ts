@@ -3,7 +3,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { readFileSync } from 'fs';
 import { join } from 'path';
-import { CLIENT_FRAME_SCHEMAS, SERVER_FRAME_TYPES } from '../src/core/llm-contract';
+import { CLIENT_FRAME_SCHEMAS, SERVER_FRAME_TYPES } from '../src/llm-gateway/protocol';
 import { frameHandlersOf } from '../src/core/ws/on-frame.decorator';
 import { FrameEvent } from '../src/core/ws/frame-parser';
 import { callFrameSchema as liteMcpCallSchema, getFrameSchema as liteMcpGetSchema } from '../src/litemcp/dto/litemcp.dto';

@@ -1,4 +1,4 @@
-import { SystemPromptService } from '../src/core/llm/system-prompt.service';
+import { SystemPromptService } from '../src/assistant/llm/system-prompt.service';
 import { CalculatorModule } from '../src/examples/calculator/calculator.module';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { toolResults } from './support/scripted-llm';

@@ -1,6 +1,6 @@
-import { SESSION_STORE } from '../src/core/session/session-store';
-import type { MemorySessionStore } from '../src/core/session/memory-session.store';
-import { SessionService } from '../src/core/session/session.service';
+import { SESSION_STORE } from '../src/assistant/session/session-store';
+import type { MemorySessionStore } from '../src/assistant/session/memory-session.store';
+import { SessionService } from '../src/assistant/session/session.service';
 import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { ConnectionRegistry } from '../src/core/ws/connection-registry';
 import { LlmStack, startLlmStack } from './support/llm-stack';

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
-import { RedisSessionStore } from '../src/core/session/redis-session.store';
-import type { Session } from '../src/core/session/session';
+import { RedisSessionStore } from '../src/assistant/session/redis-session.store';
+import type { Session } from '../src/assistant/session/session';
 import { LlmClient, LlmStack, startLlmStack } from './support/llm-stack';
 import { RedisServer } from './support/redis-server';
 import { ChatRequest } from './support/scripted-llm';

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
-import { RedisUnavailableError } from '../src/core/session/redis-connection';
-import { RedisSessionPresence } from '../src/core/session/redis-session-presence';
-import { RedisSessionStore } from '../src/core/session/redis-session.store';
-import type { Session } from '../src/core/session/session';
+import { RedisUnavailableError } from '../src/core/redis/redis-connection';
+import { RedisSessionPresence } from '../src/assistant/session/redis-session-presence';
+import { RedisSessionStore } from '../src/assistant/session/redis-session.store';
+import type { Session } from '../src/assistant/session/session';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from './support/redis';
 
 const session = (id: string, owner = 'alice'): Session => ({

@@ -4,8 +4,8 @@ import { IncomingMessage } from 'http';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { WebSocket, WebSocketServer } from 'ws';
-import { httpFetch } from '../../src/core/llm/http-fetch';
-import { SentenceSplitter } from '../../src/core/speech/sentence-splitter';
+import { httpFetch } from '../../src/assistant/llm/http-fetch';
+import { SentenceSplitter } from '../../src/assistant/speech/sentence-splitter';
 
 /**
  * The baseline of the LLM turn: a bare `ws` server that does the least a voice turn needs with

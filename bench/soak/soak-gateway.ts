@@ -85,8 +85,8 @@ async function main(): Promise<void> {
   const { AppModule } = built<{ AppModule: unknown }>('app.module.js');
   const { GatewayConnection } = built<{ GatewayConnection: { prototype: { close(code: number, reason: string): void } } }>('core/ws/connection.js');
   const { ConnectionRegistry } = built<{ ConnectionRegistry: unknown }>('core/ws/connection-registry.js');
-  const { SessionService } = built<{ SessionService: unknown }>('core/session/session.service.js');
-  const { SESSION_STORE } = built<{ SESSION_STORE: unknown }>('core/session/session-store.js');
+  const { SessionService } = built<{ SessionService: unknown }>('assistant/session/session.service.js');
+  const { SESSION_STORE } = built<{ SESSION_STORE: unknown }>('assistant/session/session-store.js');
   const { ToolRegistryService } = built<{ ToolRegistryService: unknown }>('core/tools/tool-registry.service.js');
 
   const closes: Record<string, number> = {};

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'fs/promises';
 import { tmpdir } from 'os';
 import { join } from 'path';
-import { SentenceSplitter } from '../../src/core/speech/sentence-splitter';
+import { SentenceSplitter } from '../../src/assistant/speech/sentence-splitter';
 import { ChatRequest, lastUserText, Pace, ScriptedLlm, ScriptedReply, toolResults } from '../../test/support/scripted-llm';
 import { expectAnswer, FrameSocket } from '../support/frame-socket';
 import { ServerProcess } from '../support/processes';

@@ -1,7 +1,7 @@
 import { Controller, Get, HttpStatus, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckService } from '@nestjs/terminus';
 import type { Response } from 'express';
-import { SESSION_STORE, SessionStore } from '../core/session/session-store';
+import { SESSION_STORE, SessionStore } from '../assistant/session/session-store';
 import { HealthService } from './health.service';
 import { ReadinessIndicators } from './readiness.indicators';
 

@@ -1,6 +1,6 @@
 import { Inject, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { SESSION_STORE, SessionStore } from '../core/session/session-store';
+import { SESSION_STORE, SessionStore } from '../assistant/session/session-store';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { HealthController } from './health.controller';
 import { HealthService } from './health.service';

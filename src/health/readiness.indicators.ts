@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { optionalProvider } from '../core/optional-provider';
-import { SESSION_STORE, SessionStore } from '../core/session/session-store';
+import { SESSION_STORE, SessionStore } from '../assistant/session/session-store';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
 import { HealthService } from './health.service';
 import { ModelServerProbe } from './model-server.probe';

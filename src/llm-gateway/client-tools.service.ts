@@ -7,7 +7,7 @@ import type { ToolCallContext } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import { toolNameProblem } from '../core/tools/tool-name';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
-import type { ToolRegistration, ToolResultFrame } from '../core/llm-contract';
+import type { ToolRegistration, ToolResultFrame } from './protocol';
 import type { LlmConnection } from './llm-connection';
 import { toolCallbackFrame } from './llm-gateway.frames';
 

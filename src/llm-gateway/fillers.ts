@@ -1,4 +1,4 @@
-import type { LanguageCode } from '../core/llm-contract';
+import type { LanguageCode } from './protocol';
 
 /** What the assistant says while a slow tool round runs, in each language the gateway answers in. */
 export const FILLERS: Readonly<Record<LanguageCode, string>> = {

@@ -1,5 +1,5 @@
 import type { GatewayConnection } from '../core/ws/connection';
-import type { ToolResultFrame } from '../core/llm-contract';
+import type { ToolResultFrame } from './protocol';
 import type { Turn } from './turn';
 
 /** Requests a connection may have waiting behind the one being processed. */

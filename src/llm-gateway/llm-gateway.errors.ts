@@ -5,7 +5,7 @@ import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { errorFrame } from './llm-gateway.frames';
-import type { ErrorFrame } from '../core/llm-contract';
+import type { ErrorFrame } from './protocol';
 
 const logger = new Logger('LlmGateway');
 

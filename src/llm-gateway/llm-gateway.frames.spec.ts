@@ -1,5 +1,6 @@
 import { GatewayErrorCode } from '../core/errors/gateway-error';
-import { LlmServerFrame, parseServerFrame, SERVER_FRAME_TYPES } from '../core/llm-contract';
+import { FRAME_MAX_DEPTH } from '../core/validation/frame-schema';
+import { LIMITS, LlmServerFrame, parseServerFrame, SERVER_FRAME_TYPES } from './protocol';
 import { errorFrame, llmResponseFrame, pongFrame, statusFrame, toolCallbackFrame, toolCallFrame, toolsRegisteredFrame } from './llm-gateway.frames';
 
 describe('the LLM gateway frames', () => {
@@ -15,5 +16,9 @@ describe('the LLM gateway frames', () => {
     ];
     expect(frames.map((frame) => frame.type).sort()).toEqual([...SERVER_FRAME_TYPES].sort());
     for (const frame of frames) expect(parseServerFrame(JSON.stringify(frame))).toEqual(frame);
+  });
+
+  it('tells clients the nesting bound the dispatcher holds every frame to', () => {
+    expect(LIMITS.frameDepth).toBe(FRAME_MAX_DEPTH);
   });
 });

@@ -11,7 +11,7 @@ import type {
   ToolsRegisteredFrame,
   TurnTiming,
   TurnToolCall,
-} from '../core/llm-contract';
+} from './protocol';
 
 /** Builders of the frames the LLM gateway sends (spec section 5, typed by the wire contract), each stamped with the time. */
 

@@ -18,7 +18,7 @@ import {
   textInputSchema,
   ToolResultFrame,
   toolResultSchema,
-} from '../core/llm-contract';
+} from './protocol';
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
 import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';

@@ -1,4 +1,4 @@
-import type { LlmTool } from '../core/llm/llm.service';
+import type { LlmTool } from '../assistant/llm/llm.service';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 
 /** Each catalogue tool's projection, made once: tools are frozen, and every turn offers them all. */

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { ConfigureFrame } from '../core/llm-contract';
-import type { Session, SessionSettings } from '../core/session/session';
-import { SessionExpiredError } from '../core/session/session-expired.error';
-import { SessionService } from '../core/session/session.service';
+import type { ConfigureFrame } from './protocol';
+import type { Session, SessionSettings } from '../assistant/session/session';
+import { SessionExpiredError } from '../assistant/session/session-expired.error';
+import { SessionService } from '../assistant/session/session.service';
 import type { LlmConnection } from './llm-connection';
 import { statusFrame } from './llm-gateway.frames';
 

@@ -1,7 +1,7 @@
-import type { LanguageCode } from '../core/llm-contract';
-import { cleanForSpeech } from '../core/speech/clean-for-speech';
-import { HiddenTextFilter } from '../core/speech/hidden-text';
-import { SentenceSplitter } from '../core/speech/sentence-splitter';
+import type { LanguageCode } from './protocol';
+import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
+import { HiddenTextFilter } from '../assistant/speech/hidden-text';
+import { SentenceSplitter } from '../assistant/speech/sentence-splitter';
 
 /**
  * A turn's text on its way to the listener: the model's deltas -> reasoning and tool-call

@@ -1,4 +1,4 @@
-import type { LanguageCode, TurnTiming } from '../core/llm-contract';
+import type { LanguageCode, TurnTiming } from './protocol';
 import type { LlmConnection } from './llm-connection';
 import type { SpeechStream } from './speech-stream';
 

@@ -2,7 +2,7 @@ import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
-import { SessionService } from '../core/session/session.service';
+import { SessionService } from '../assistant/session/session.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
 import { MetricsListener } from './metrics-listener';

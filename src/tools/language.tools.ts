@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { LANGUAGE_CODES, LANGUAGES, LanguageCode } from '../core/session/session';
-import { SessionService } from '../core/session/session.service';
+import { LANGUAGE_CODES, LANGUAGES, LanguageCode } from '../assistant/session/session';
+import { SessionService } from '../assistant/session/session.service';
 import type { ToolCallContext } from '../core/tools/tool-definition';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { ToolError } from '../core/tools/tool-error';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ANONYMOUS_PRINCIPAL } from '../core/auth/access-token.service';
-import { Character, CharacterCatalogueService } from '../core/roleplay/character-catalogue.service';
-import { SessionService } from '../core/session/session.service';
+import { Character, CharacterCatalogueService } from '../assistant/roleplay/character-catalogue.service';
+import { SessionService } from '../assistant/session/session.service';
 import type { ToolCallContext } from '../core/tools/tool-definition';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { ToolError } from '../core/tools/tool-error';

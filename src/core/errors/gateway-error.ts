@@ -1,7 +1,7 @@
-import { GATEWAY_ERROR_CODES, GatewayErrorCode as GatewayErrorCodeName } from '../llm-contract';
+import { GATEWAY_ERROR_CODES, GatewayErrorCode as GatewayErrorCodeName } from './error-codes';
 
 /**
- * The one internal error vocabulary (the list lives in the wire contract, `GATEWAY_ERROR_CODES`).
+ * The one internal error vocabulary (the list is `GATEWAY_ERROR_CODES`, in error-codes.ts).
  * It reuses the LLM gateway spec's codes (spec 5.4) and adds the few that other protocols need
  * to tell apart; each protocol maps a code to its own wire form (an `error` frame, a JSON-RPC
  * error, an HTTP status, a LiteMCP `error: true` result).

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../session/redis-connection';
+import { COMMAND_TIMEOUT_MS, connectRedis } from '../redis/redis-connection';
 import { ThrottledWarning } from '../logging/throttled-warning';
 import { ALLOWED, RateDecision, RateLimiter } from './rate-limiter';
 

@@ -1,6 +1,5 @@
 import Ajv, { ErrorObject } from 'ajv';
 import ajvErrors from 'ajv-errors';
-import { LIMITS } from '../llm-contract';
 import { DETAILED_REFUSAL_MAX_VALUES, holdsMoreValuesThan, joinProblems } from './bounded-refusal';
 
 /** A JSON Schema describing one frame (or body) of a protocol, with `errorMessage`s for its answers. */
@@ -9,8 +8,8 @@ export type FrameSchema = Readonly<Record<string, unknown>>;
 /** Checks a parsed frame; returns the readable problem (every bad field of a small frame, `; `-joined), or `undefined`. */
 export type FrameCheck = (frame: unknown) => string | undefined;
 
-/** How deep a frame may nest, unless its schema says `maxDepth` itself. */
-export const FRAME_MAX_DEPTH = LIMITS.frameDepth;
+/** How deep a frame may nest, unless its schema says `maxDepth` itself (the LLM gateway tells its clients the same bound, `LIMITS.frameDepth`). */
+export const FRAME_MAX_DEPTH = 64;
 
 /**
  * Whether `value` nests at most `limit` arrays and objects deep. Iterative, so a frame nested

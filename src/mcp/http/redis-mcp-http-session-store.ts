@@ -1,7 +1,7 @@
 import { OnApplicationShutdown } from '@nestjs/common';
 import { createHash } from 'crypto';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/session/redis-connection';
+import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
 import type { McpHttpSessionRecord, McpHttpSessionStore } from './mcp-http-session-store';
 
 /**

@@ -1,5 +1,5 @@
 import { loadGatewayConfig } from '../../config/gateway-config';
-import { GatewayError } from '../errors/gateway-error';
+import { GatewayError } from '../../core/errors/gateway-error';
 import { MemorySessionStore } from './memory-session.store';
 import { LocalSessionPresence } from './session-presence';
 import type { SessionStore } from './session-store';

@@ -1,7 +1,7 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { RedisClock } from './redis-clock';
-import { COMMAND_TIMEOUT_MS, connectRedis } from './redis-connection';
+import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
 import { RedisProbe } from './redis-probe';
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionRef, SessionStore, SessionStoreProbe } from './session-store';

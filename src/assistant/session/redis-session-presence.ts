@@ -1,7 +1,7 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from './redis-connection';
+import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
 import type { SessionPresence } from './session-presence';
 
 /**

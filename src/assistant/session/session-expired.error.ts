@@ -1,4 +1,4 @@
-import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
 
 /**
  * SESSION_ERROR for a session the store no longer has (it expired, was forgotten at its token's

@@ -3,7 +3,7 @@ import { plainToInstance, Type } from 'class-transformer';
 import { IsArray, IsOptional, IsString, Matches, MinLength, ValidateNested, validateSync } from 'class-validator';
 import { readFileSync, statSync } from 'fs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { describeValidationErrors } from '../validation/validation-message';
+import { describeValidationErrors } from '../../core/validation/validation-message';
 
 export class Character {
   /** What users and the model call the character by: `pirate_captain`. */

@@ -8,11 +8,11 @@ import type {
 } from 'openai/resources/chat/completions';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { MetricsService, ModelRequestOutcome } from '../../metrics/metrics.service';
-import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
 import { stripHiddenText } from '../speech/hidden-text';
-import { endSpan, TracingService } from '../tracing/tracing.service';
+import { endSpan, TracingService } from '../../core/tracing/tracing.service';
 import { httpFetch } from './http-fetch';
-import { redactUrl, redactUrlCredentials } from '../logging/redact';
+import { redactUrl, redactUrlCredentials } from '../../core/logging/redact';
 
 export type LlmMessage = ChatCompletionMessageParam;
 export type LlmTool = ChatCompletionFunctionTool;

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { CharacterCatalogueService } from '../roleplay/character-catalogue.service';
 import { LANGUAGES, SessionSettings } from '../session/session';
-import { zonedTime } from '../time/clock';
+import { zonedTime } from '../../core/time/clock';
 
 /** The LLM gateway spec's default system prompt (14.1). */
 export const DEFAULT_SYSTEM_PROMPT = `你是一个名为"听语AI"的语音助手。请遵循以下准则：

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { ANONYMOUS_PRINCIPAL } from '../auth/access-token.service';
-import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
+import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
+import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import { SessionExpiredError } from './session-expired.error';
 import { SESSION_PRESENCE, SessionPresence } from './session-presence';

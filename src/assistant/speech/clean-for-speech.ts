@@ -1,4 +1,4 @@
-import type { LanguageCode } from '../llm-contract';
+import type { LanguageCode } from '../../llm-gateway/protocol';
 import { stripHiddenText } from './hidden-text';
 import { languageOfText, toSpokenForms } from './spoken-forms';
 

@@ -1,8 +1,0 @@
-/**
- * The LLM gateway's wire contract, the one source for both ends: the gateway validates client
- * frames with these schemas and builds its frames to these types; the client builds and reads
- * them. Dependency-free at run time, so browsers load it as it is.
- */
-export * from './codes.js';
-export * from './client-frames.js';
-export * from './server-frames.js';
