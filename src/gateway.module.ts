@@ -22,7 +22,7 @@ import { RedisSessionPresence } from './assistant/session/redis-session-presence
 import { RedisSessionStore } from './assistant/session/redis-session.store';
 import { LocalSessionPresence, SESSION_PRESENCE } from './assistant/session/session-presence';
 import { SESSION_STORE } from './assistant/session/session-store';
-import { SessionService } from './assistant/session/session.service';
+import { isCapped, SessionService } from './assistant/session/session.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
 import { TraceContextMiddleware } from './core/tracing/trace-context.middleware';
@@ -101,7 +101,7 @@ const SHARED_CORE = [
       useFactory: ({ session }: GatewayConfig) =>
         session.redisUrl
           ? RedisSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
-          : new MemorySessionStore(session.timeoutMs),
+          : new MemorySessionStore(session.timeoutMs, Date.now, (owner) => isCapped(owner, session.maxPerPrincipal)),
     },
     {
       provide: SESSION_PRESENCE,

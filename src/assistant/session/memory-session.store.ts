@@ -13,14 +13,18 @@ const UP: Promise<SessionStoreProbe> = Promise.resolve(Object.freeze({ up: true 
 export class MemorySessionStore implements SessionStore {
   private readonly sessions = new Map<string, Session>();
   /**
-   * Each owner's session ids, least recently active first: every write moves its session to the
-   * end (a Set keeps insertion order), so {@link trimOwner} reads only the sessions it removes.
+   * The session ids of each owner that {@link trimOwner} may be asked to trim, least recently
+   * active first: every write moves its session to the end (a Set keeps insertion order), so a
+   * trim reads only the sessions it removes. Owners never trimmed (no cap, or auth off) are not
+   * ordered, and their sessions cost nothing more.
    */
   private readonly byOwner = new Map<string, Set<string>>();
 
   constructor(
     private readonly timeoutMs: number,
     private readonly now: () => number = Date.now,
+    /** Whether an owner's sessions may be trimmed (see `isCapped`); all by default. */
+    private readonly trimmable: (owner: string) => boolean = () => true,
   ) {}
 
   /** Frozen settings and an empty history are kept as they are, shared: every write replaces them anyway. */
@@ -111,6 +115,7 @@ export class MemorySessionStore implements SessionStore {
 
   /** Moves the session to the end of its owner's activity order. */
   private markActive({ id, owner }: Session): void {
+    if (!this.trimmable(owner)) return;
     let ids = this.byOwner.get(owner);
     if (!ids) this.byOwner.set(owner, (ids = new Set()));
     ids.delete(id);
@@ -121,9 +126,9 @@ export class MemorySessionStore implements SessionStore {
     const session = this.sessions.get(id);
     if (!session) return false;
     this.sessions.delete(id);
-    const ids = this.byOwner.get(session.owner)!;
-    ids.delete(id);
-    if (ids.size === 0) this.byOwner.delete(session.owner);
+    const ids = this.byOwner.get(session.owner);
+    ids?.delete(id);
+    if (ids?.size === 0) this.byOwner.delete(session.owner);
     return true;
   }
 

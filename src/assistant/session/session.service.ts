@@ -8,6 +8,14 @@ import { SessionExpiredError } from './session-expired.error';
 import { SESSION_PRESENCE, SessionPresence } from './session-presence';
 import { SESSION_STORE, SessionRef, SessionStore } from './session-store';
 
+/**
+ * Whether `owner`'s sessions are held to `CLOUD_SESSION_MAX_PER_PRINCIPAL`: every token's are when
+ * it is set, but not the anonymous principal's (auth off), which all clients share.
+ */
+export function isCapped(owner: string, maxPerPrincipal: number): boolean {
+  return maxPerPrincipal > 0 && owner !== ANONYMOUS_PRINCIPAL;
+}
+
 interface Attachment {
   connectionId: string;
   /** Whose it is: the store's writes keep the owner's index in step. */
@@ -71,7 +79,7 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     const session: Session = { id: randomUUID(), owner, createdAt: now, lastActiveAt: now, settings: this.defaultSettings, history: [] };
     await this.guard(() => this.store.create(session));
     const { maxPerPrincipal } = this.config.session;
-    if (maxPerPrincipal > 0 && owner !== ANONYMOUS_PRINCIPAL) {
+    if (isCapped(owner, maxPerPrincipal)) {
       const removed = await this.guard(() => this.store.trimOwner(owner, maxPerPrincipal));
       if (removed > 0) this.logger.debug?.(`Removed ${removed} least recently active session(s) of ${owner} (CLOUD_SESSION_MAX_PER_PRINCIPAL)`);
     }
