@@ -124,6 +124,33 @@ describe('gateway configuration', () => {
     expect(loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' }).mcp.ws.authToken).toBe('ChangeMe!');
   });
 
+  it("refuses an MCP protocol version the SDK cannot speak while MCP is on, naming MCP_PROTOCOL_VERSION", () => {
+    expect(() => loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2023-01-01' })).toThrow(/MCP_PROTOCOL_VERSION must be one of .*2024-11-05.* \(got "2023-01-01"\)/);
+    expect(loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2025-03-26' }).mcp.protocolVersion).toBe('2025-03-26');
+    expect(loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2023-01-01', MCP_ENABLED: 'false' }).mcp.enabled).toBe(false);
+  });
+
+  it('refuses a system prompt given twice', () => {
+    expect(() => loadGatewayConfig({ LLM_SYSTEM_PROMPT: 'Be brief.', LLM_SYSTEM_PROMPT_FILE: '/etc/prompt.txt' })).toThrow(
+      /Set LLM_SYSTEM_PROMPT or LLM_SYSTEM_PROMPT_FILE, not both/,
+    );
+  });
+
+  it('reports bad variables and contradictory settings together, and no contradiction between variables already reported', () => {
+    try {
+      loadGatewayConfig({ CLOUD_PORT: 'abc', MCP_UPSTREAM_RETRY_MIN: '10', MCP_UPSTREAM_RETRY_MAX: '5', MCP_WS_AUTH_TOKEN: 'ChangeMe!', CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'maybe' });
+      fail('expected an error');
+    } catch (error) {
+      const { problems } = error as InvalidConfigurationError;
+      expect(problems).toEqual([
+        expect.stringMatching(/^CLOUD_PORT must be an integer/),
+        expect.stringMatching(/^ALLOW_UNAUTHENTICATED must be a boolean/),
+        expect.stringMatching(/^MCP_UPSTREAM_RETRY_MAX \(5\) must not be less than MCP_UPSTREAM_RETRY_MIN \(10\)/),
+        expect.stringMatching(/^MCP_WS_AUTH_TOKEN is the spec's placeholder/),
+      ]);
+    }
+  });
+
   it('reports every bad variable at once', () => {
     try {
       loadGatewayConfig({ CLOUD_PORT: '-1', CLIENT_TOOLS_MAX_COUNT: '0' });

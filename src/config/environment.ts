@@ -1,4 +1,5 @@
-import { Transform, plainToInstance } from 'class-transformer';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBoolean,
   IsIn,
@@ -15,372 +16,291 @@ import {
   ValidateIf,
   validateSync,
 } from 'class-validator';
+import { isLoopbackHost } from '../core/http/loopback';
 import { StartupError } from '../core/errors/startup-error';
-
-/** Spellings accepted for a boolean variable; anything else is reported as invalid. */
-const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
-const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
-
-/**
- * Env values arrive as strings; class-transformer's implicit conversion would turn "false"
- * into `true`, so booleans are parsed explicitly and anything unrecognised is left as the
- * original string for `@IsBoolean()` to reject with the variable's name.
- */
-function BooleanFromEnv(): PropertyDecorator {
-  return Transform(({ value }) => {
-    if (typeof value === 'boolean') return value;
-    const word = String(value).trim().toLowerCase();
-    if (TRUE_WORDS.has(word)) return true;
-    if (FALSE_WORDS.has(word)) return false;
-    return value;
-  });
-}
-
-/** Numbers are converted only when the whole string is numeric, so "9400abc" is rejected. */
-function NumberFromEnv(): PropertyDecorator {
-  return Transform(({ value }) => {
-    if (typeof value === 'number') return value;
-    const text = String(value).trim();
-    return text !== '' && Number.isFinite(Number(text)) ? Number(text) : value;
-  });
-}
-
-/** A JSON object from its text; anything else is left as it is, for the validator to reject. */
-function parseJsonObject(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    const parsed: unknown = JSON.parse(value);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : value;
-  } catch {
-    return value;
-  }
-}
+import { BooleanFromEnv, IsTimeZone, JsonObjectFromEnv, NumberFromEnv, Setting } from './setting';
 
 /** Log levels in the spec's Python spelling, plus Nest's own names. */
 export const LOG_LEVELS = ['DEBUG', 'VERBOSE', 'INFO', 'LOG', 'WARNING', 'WARN', 'ERROR', 'CRITICAL', 'FATAL'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+/** The MCP-over-WebSocket spec's example token, refused unless `MCP_WS_ALLOW_DEFAULT_TOKEN` is set. */
+export const MCP_PLACEHOLDER_TOKEN = 'ChangeMe!';
+
+const HTTP_URL = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
+
 /**
- * Every environment variable the gateway reads, with the specs' names and defaults.
- * Validated once at boot; the rest of the code reads the typed {@link GatewayConfig}.
- * Units follow the specs: seconds for `CLOUD_*`, `LLM_TIMEOUT` and `CLIENT_TOOL_TIMEOUT`,
- * milliseconds for the `MCP_WS_*` timings.
+ * Every environment variable the gateway reads, with the specs' names and defaults: the one
+ * definition of a setting. Each has its validation, its {@link Setting} description (from which
+ * docs/configuration.md and .env.example are generated), and its default as initial value.
+ * Validated once at boot by {@link validateEnvironment}; the rest of the code reads the typed
+ * `GatewayConfig`. Units follow the specs: seconds, except milliseconds for the `MCP_WS_*` timings.
  */
 export class EnvironmentVariables {
-  // --- server (LLM gateway spec 8.1) ---
-  /**
-   * Where the HTTP server listens. Unset: every interface (0.0.0.0) when tokens are configured
-   * (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`),
-   * loopback (127.0.0.1) when they are not, so an open gateway is never reachable by accident
-   * (the spec's default is 0.0.0.0 either way).
-   */
+  @Setting({
+    group: 'server',
+    unset: '`127.0.0.1` without tokens, `0.0.0.0` with them',
+    about:
+      'Address the HTTP server carrying every protocol listens on. Unset: every interface once tokens are configured (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`), loopback while they are not, so an open gateway is never reachable by accident (the spec\'s default is 0.0.0.0 either way). Beyond loopback without tokens the gateway refuses to start unless `ALLOW_UNAUTHENTICATED=true`.',
+  })
   @IsOptional()
   @IsString()
   @MinLength(1)
   CLOUD_HOST?: string;
 
+  @Setting({ group: 'server', about: 'Port of the HTTP server carrying every protocol; 0 takes a free one.' })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   @Max(65535)
   CLOUD_PORT = 9400;
 
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  CLOUD_PING_INTERVAL = 30;
-
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  CLOUD_PING_TIMEOUT = 300;
-
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  CLOUD_MAX_CONNECTIONS = 100;
-
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  CLOUD_SESSION_TIMEOUT = 3600;
-
-  /** WebSocket connections of every protocol at once; past it an upgrade is refused with 503. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  WS_MAX_CONNECTIONS = 1000;
-
-  /** LiteMCP and UTCP WebSocket connections, each protocol (the LLM gateway and MCP have their own caps); past it 503. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  WS_MAX_CONNECTIONS_PER_PROTOCOL = 200;
-
-  /** WebSocket connections one remote address may hold; past it 429. 0: no limit. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(0)
-  WS_MAX_CONNECTIONS_PER_ADDRESS = 100;
-
-  /** WebSocket connections one token may hold (not counted while auth is off); past it 429. 0: no limit. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(0)
-  WS_MAX_CONNECTIONS_PER_PRINCIPAL = 200;
-
-  /** Sockets still to send their auth frame (UTCP, the MCP envelope), all routes together; past it 503. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  WS_MAX_UNAUTHENTICATED = 100;
-
-  /**
-   * Bytes a socket may send before it has authenticated (the auth frame is small; a JWT fits
-   * easily); past it the socket is closed with 1009. With WS_MAX_UNAUTHENTICATED, bounds what
-   * clients without a token can make the gateway hold.
-   */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1024)
-  WS_UNAUTHENTICATED_MAX_BYTES = 65536;
-
-  /** Seconds a socket that authenticates by message gets to send its auth frame (UTCP; MCP envelope: MCP_WS_AUTH_TIMEOUT). */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  WS_AUTH_TIMEOUT = 10;
-
-  /** Bytes a connection may have waiting to be sent to a client that does not read; past it the connection is closed (1008). */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(65536)
-  WS_MAX_BUFFERED_BYTES = 4_194_304;
-
-  /** Tool calls one WebSocket connection (MCP, LiteMCP, UTCP) or MCP Streamable HTTP session may have running at once; past it a call is refused as rate limited. */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  WS_MAX_CALLS_IN_FLIGHT = 64;
-
-
-  /** Messages of history a session keeps (spec 6.2: 10). */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(0)
-  CLOUD_SESSION_MAX_HISTORY = 10;
-
-  /**
-   * LLM-gateway sessions one token keeps (not counted while auth is off); a new one past it
-   * removes that token's least recently active session. 0: no limit.
-   */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(0)
-  CLOUD_SESSION_MAX_PER_PRINCIPAL = 1000;
-
-  /** How often expired sessions are removed, in seconds (spec 6.2: 60). */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  CLOUD_SESSION_CLEANUP_INTERVAL = 60;
-
-  /** Redis for sessions, shared by every instance (`redis://[:password@]host:port[/db]`); in-memory sessions when unset. */
-  @IsOptional()
-  @Matches(/^rediss?:\/\/\S+$/, { message: 'REDIS_URL must be a redis:// or rediss:// URL' })
-  REDIS_URL?: string;
-
-  /** Prefix of every Redis key and channel the gateway uses, so deployments can share a Redis. */
-  @IsString()
-  @MinLength(1)
-  REDIS_KEY_PREFIX = 'vtg:';
-
-  /** On SIGTERM, how long the tool calls and turns in flight, on every protocol, may take to finish before sockets are closed, in seconds. */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0)
-  SHUTDOWN_DRAIN_TIMEOUT = 10;
-
-  /** Largest accepted WebSocket frame or HTTP body, in bytes (spec 12.1: 1 MB). */
+  @Setting({ group: 'server', unit: 'bytes', about: 'Largest WebSocket frame or HTTP body accepted (spec 12.1: 1 MB).' })
   @NumberFromEnv()
   @IsInt()
   @Min(1024)
   CLOUD_MAX_MESSAGE_SIZE = 1048576;
 
-  /** Seconds a new connection gets to send its first request's headers (a WebSocket upgrade included); then it is dropped. */
+  @Setting({
+    group: 'server',
+    unit: 'seconds',
+    about: "Seconds a new connection gets to send its first request's headers (a WebSocket upgrade included); then it is dropped.",
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.1)
   HTTP_HEADERS_TIMEOUT = 10;
 
-  /** Connections still sending their first request's headers, on each listener; past it a new connection is dropped at once. */
+  @Setting({
+    group: 'server',
+    about: "Connections still sending their first request's headers, on each listener; past it a new connection is dropped at once.",
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
   HTTP_MAX_INCOMPLETE_REQUESTS = 1000;
 
-  @Transform(({ value }) => String(value).trim().toUpperCase())
-  @IsIn(LOG_LEVELS)
-  CLOUD_LOG_LEVEL: LogLevelName = 'INFO';
+  @Setting({
+    group: 'server',
+    unit: 'seconds',
+    about: 'On SIGTERM, seconds the tool calls and turns in flight, on every protocol, get to finish before sockets are closed (1001).',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  SHUTDOWN_DRAIN_TIMEOUT = 10;
 
-  @Transform(({ value }) => String(value).trim().toLowerCase())
-  @IsIn(['json', 'text'])
-  CLOUD_LOG_FORMAT: 'json' | 'text' = 'json';
-
-  // --- auth (one bearer check for every protocol) ---
-  /** Comma-separated bearer tokens; empty leaves the shared routes open. */
+  @Setting({
+    group: 'auth',
+    about:
+      'Comma-separated bearer tokens accepted on every protocol. Empty leaves the shared routes open (MCP excepted, which is never open; see `MCP_WS_AUTH_TOKEN`).',
+  })
   @IsString()
   AUTH_TOKENS = '';
 
-  /** Let the gateway listen beyond loopback with no tokens (anyone who reaches it may use the model and every tool). */
+  @Setting({
+    group: 'auth',
+    about: 'Let the gateway listen beyond loopback with no tokens: anyone who reaches it may use the model and every tool. Without it, such a start is refused.',
+  })
   @BooleanFromEnv()
   @IsBoolean()
   ALLOW_UNAUTHENTICATED = false;
 
-  /** Named tokens with permissions, rate limits and connection caps (YAML or JSON), reloaded when it changes. */
+  @Setting({
+    group: 'auth',
+    unset: 'none',
+    about:
+      'YAML or JSON file of named tokens with their tools, protocols, `llm` access, rate limits and connection caps; reloaded when it changes. Keep it `chmod 600`.',
+  })
   @IsOptional()
   @IsString()
   AUTH_TOKENS_FILE?: string;
 
-  /** Seconds of the rate limits' window (the tokens file's `*_per_minute`); 60 unless a test or a burst policy wants otherwise. */
+  @Setting({
+    group: 'auth',
+    unit: 'seconds',
+    about: "Seconds of the tokens file's rate-limit window (`turns_per_minute`, `tool_calls_per_minute`); 60 unless a test or a burst policy wants otherwise.",
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.1)
   RATE_LIMIT_WINDOW = 60;
 
-  /**
-   * Comma-separated origins (`https://console.example.com`) whose browser pages may use the
-   * gateway besides its own pages (and localhost pages when it listens on loopback); `*` any.
-   */
+  @Setting({
+    group: 'auth',
+    about:
+      'Comma-separated origins (`https://console.example.com`) whose browser pages may use the gateway besides its own pages (and localhost pages when it listens on loopback); `*` allows any site.',
+  })
   @IsString()
   @Matches(/^\s*(\*|(https?:\/\/[^\s,/]+\s*)(,\s*https?:\/\/[^\s,/]+\s*)*)?\s*$/i, {
     message: 'ALLOWED_ORIGINS must be "*" or comma-separated origins such as https://console.example.com',
   })
   ALLOWED_ORIGINS = '';
 
-  /**
-   * Comma-separated host names (a reverse proxy's public name) the `Host` header may carry when
-   * the gateway listens on loopback, besides localhost names; DNS rebinding protection.
-   */
+  @Setting({
+    group: 'auth',
+    about:
+      'Comma-separated host names (a reverse proxy\'s public name) the `Host` header may carry when the gateway listens on loopback, besides localhost names: DNS rebinding protection.',
+  })
   @IsString()
   ALLOWED_HOSTS = '';
 
-  // --- tools ---
-  /** Default time limit for a server tool, in seconds (spec 7.7: 10 s). */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  SERVER_TOOL_TIMEOUT = 10;
-
-  /** IANA zone used when a caller gives none; the machine's zone when unset. */
-  @IsOptional()
-  @IsString()
-  DEFAULT_TIMEZONE?: string;
-
-  // --- LLM (spec 8.2) ---
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  @Setting({
+    group: 'llm',
+    about: 'Base URL of the OpenAI-compatible model server (vLLM, Ollama\'s `/v1/`, OpenAI). Credentials in it are shown as `***` in logs and errors.',
+  })
+  @IsUrl(HTTP_URL)
   LLM_BASE_URL = 'http://127.0.0.1:8000/v1/';
 
+  @Setting({ group: 'llm', about: 'Model name sent with every model request.' })
   @IsString()
   @MinLength(1)
   LLM_MODEL = 'Qwen3-30B-A3B';
 
+  @Setting({ group: 'llm', unset: 'none', about: 'Sent as the bearer token to the model server; unset for servers that need none (vLLM, Ollama).' })
   @IsOptional()
   @IsString()
   LLM_API_KEY?: string;
 
+  @Setting({ group: 'llm', unit: 'seconds', about: 'Seconds one model call may take, its stream included, before it is abandoned with `TIMEOUT`.' })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.01)
   LLM_TIMEOUT = 120;
 
+  @Setting({ group: 'llm', about: "Sampling temperature of a new session's model calls (a client may change it)." })
   @NumberFromEnv()
   @IsNumber()
   @Min(0)
   @Max(1)
   LLM_TEMPERATURE = 0.7;
 
+  @Setting({ group: 'llm', about: "Most tokens of one answer, for a new session's model calls (a client may change it)." })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
   LLM_MAX_TOKENS = 2048;
 
+  @Setting({ group: 'llm', about: 'Whether a new session sends its history to the model, unless a client says otherwise.' })
   @BooleanFromEnv()
   @IsBoolean()
   LLM_ENABLE_CONTEXT = false;
 
-  /** Retries of a failed LLM request (connection errors, 429, 5xx) before LLM_ERROR. */
+  @Setting({ group: 'llm', about: 'Retries of a failed model request (connection errors, 429, 5xx) before `LLM_ERROR`.' })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   LLM_MAX_RETRIES = 1;
 
-  /** Most model calls in one turn; the last is made without tools so the model must answer. */
+  @Setting({ group: 'llm', about: 'Most model calls in one turn; the last is made without tools so the model must answer.' })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
   LLM_MAX_TOOL_ROUNDS = 5;
 
-  /** Characters of one tool result the model reads; a longer one is cut, with a note saying so and how long it was. */
+  @Setting({
+    group: 'llm',
+    unit: 'characters',
+    about: 'Characters of one tool result the model reads; a longer one is cut, with a note saying so and how long it was.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(256)
   LLM_MAX_TOOL_RESULT_CHARS = 16_000;
 
-  /** Characters of a server tool's result a `tool_call` frame echoes to the device; a longer one is sent as a preview this long, with its size. */
+  @Setting({
+    group: 'llm',
+    unit: 'characters',
+    about:
+      "Characters of a server tool's result a `tool_call` frame echoes to the device; a longer one is sent as a preview this long, with `result_truncated` and its length.",
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   LLM_TOOL_CALL_ECHO_CHARS = 1000;
 
-  /** Replaces the spec's system prompt (14.1); `{current_time}` is filled in. */
+  @Setting({
+    group: 'llm',
+    unset: "the spec's prompt",
+    about: "Replaces the spec's system prompt (14.1); `{current_time}` is filled in. Set this or `LLM_SYSTEM_PROMPT_FILE`, not both.",
+  })
   @IsOptional()
   @IsString()
   LLM_SYSTEM_PROMPT?: string;
 
-  /** A file holding the system prompt, for prompts too long for a variable. */
+  @Setting({ group: 'llm', unset: 'none', about: 'A file holding the system prompt, for prompts too long for a variable; read at start.' })
   @IsOptional()
   @IsString()
   LLM_SYSTEM_PROMPT_FILE?: string;
 
-  /**
-   * JSON merged into every model request, for vendor options the OpenAI API has no field for:
-   * `{"chat_template_kwargs":{"enable_thinking":false}}` turns Qwen3's thinking off on vLLM.
-   */
+  @Setting({
+    group: 'llm',
+    unset: 'none',
+    about:
+      'JSON object merged into every model request, for the server\'s own options the OpenAI API has no field for: for Qwen3 on vLLM, `{"chat_template_kwargs":{"enable_thinking":false}}` skips the thinking (a faster first sentence).',
+  })
   @IsOptional()
-  @Transform(({ value }) => parseJsonObject(value))
+  @JsonObjectFromEnv()
   @IsObject({ message: 'LLM_EXTRA_BODY must be a JSON object, such as {"chat_template_kwargs":{"enable_thinking":false}}' })
   LLM_EXTRA_BODY?: Record<string, unknown>;
 
-  /** Whether connections stream sentences (`configure {stream}`) until they say otherwise. */
+  @Setting({
+    group: 'llm',
+    about: "Whether LLM-gateway connections stream each sentence as it is ready, until a client's `configure {stream}` says otherwise.",
+  })
   @BooleanFromEnv()
   @IsBoolean()
   LLM_STREAM_DEFAULT = false;
 
-  /** Seconds a tool round of a streaming turn may take before a short filler sentence is spoken; 0 never. */
+  @Setting({
+    group: 'llm',
+    unit: 'seconds',
+    about: "Seconds a streaming turn's tool round may run before one short filler sentence is spoken; 0 never.",
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0)
   TOOL_FILLER_DELAY = 1.5;
 
-  // --- built-in tools ---
-  /** Open-Meteo's geocoding API (keyless), for get_weather. */
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  @Setting({
+    group: 'tools',
+    unit: 'seconds',
+    about: 'Time limit of a server tool call (spec 7.7: 10 s); of an upstream MCP tool call too, unless `MCP_UPSTREAM_CALL_TIMEOUT` is set.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  SERVER_TOOL_TIMEOUT = 10;
+
+  @Setting({
+    group: 'tools',
+    unset: "the machine's zone",
+    about: "IANA time zone used when a caller gives none (`get_current_time`, the system prompt's time).",
+  })
+  @IsOptional()
+  @IsString()
+  @IsTimeZone('DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris')
+  DEFAULT_TIMEZONE?: string;
+
+  @Setting({ group: 'tools', about: "Open-Meteo's geocoding API (keyless), for `get_weather`." })
+  @IsUrl(HTTP_URL)
   WEATHER_GEOCODING_URL = 'https://geocoding-api.open-meteo.com/v1/search';
 
-  /** Open-Meteo's forecast API (keyless), for get_weather. */
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  @Setting({ group: 'tools', about: "Open-Meteo's forecast API (keyless), for `get_weather`." })
+  @IsUrl(HTTP_URL)
   WEATHER_FORECAST_URL = 'https://api.open-meteo.com/v1/forecast';
 
-  /** Where the assistant is, for get_location and get_weather without a city. */
+  @Setting({ group: 'tools', unset: 'unknown', about: 'City the assistant is in, for `get_location` and `get_weather` without a city.' })
   @IsOptional()
   @IsString()
   LOCATION_CITY?: string;
 
+  @Setting({ group: 'tools', unset: 'unknown', about: "Country of `LOCATION_CITY`." })
   @IsOptional()
   @IsString()
   LOCATION_COUNTRY?: string;
 
+  @Setting({ group: 'tools', unset: 'unknown', about: "Latitude of the assistant's place, in degrees (with `LOCATION_LONGITUDE`, instead of a city)." })
   @NumberFromEnv()
   @IsOptional()
   @IsNumber()
@@ -388,6 +308,7 @@ export class EnvironmentVariables {
   @Max(90)
   LOCATION_LATITUDE?: number;
 
+  @Setting({ group: 'tools', unset: 'unknown', about: "Longitude of the assistant's place, in degrees." })
   @NumberFromEnv()
   @IsOptional()
   @IsNumber()
@@ -395,222 +316,435 @@ export class EnvironmentVariables {
   @Max(180)
   LOCATION_LONGITUDE?: number;
 
-  /** IP geolocation service asked when LOCATION_CITY is unset (ipwho.is / ip-api.com JSON); `off` turns it off. */
+  @Setting({
+    group: 'tools',
+    about: 'IP geolocation service asked when `LOCATION_CITY` and the coordinates are unset (ipwho.is or ip-api.com JSON); set it to `off` to ask none.',
+  })
   @ValidateIf((env: EnvironmentVariables) => env.LOCATION_PROVIDER_URL !== 'off')
-  @IsUrl(
-    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
-    { message: 'LOCATION_PROVIDER_URL must be an http(s) URL or "off"' },
-  )
+  @IsUrl(HTTP_URL, { message: 'LOCATION_PROVIDER_URL must be an http(s) URL or "off"' })
   LOCATION_PROVIDER_URL = 'https://ipwho.is/';
 
-  /** The role-play characters (JSON); the shipped data/characters.json when unset. */
+  @Setting({
+    group: 'tools',
+    unset: 'the shipped `data/characters.json`',
+    about: 'The role-play characters (JSON); edits apply without a restart.',
+  })
   @IsOptional()
   @IsString()
   ROLEPLAY_CHARACTERS_FILE?: string;
 
-  // --- MCP (spec 8.3) ---
+  @Setting({ group: 'clientTools', about: 'Whether LLM-gateway connections may register tools of their own (device tools).' })
+  @BooleanFromEnv()
+  @IsBoolean()
+  CLIENT_TOOLS_ENABLED = true;
+
+  @Setting({ group: 'clientTools', about: 'Most tools one connection may register.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  CLIENT_TOOLS_MAX_COUNT = 32;
+
+  @Setting({ group: 'clientTools', unit: 'seconds', about: 'Seconds to wait for a `tool_result` before `TOOL_RESULT_TIMEOUT`.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLIENT_TOOL_TIMEOUT = 30;
+
+  @Setting({ group: 'clientTools', about: 'Calls of device tools one connection may have waiting for their result at once.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  CLIENT_TOOL_RESULT_QUEUE_SIZE = 10;
+
+  @Setting({ group: 'mcp', about: 'Every MCP route (`false`: 404), and the upstream MCP servers (`false`: not connected).' })
   @BooleanFromEnv()
   @IsBoolean()
   MCP_ENABLED = true;
 
+  @Setting({ group: 'mcp', about: 'Name announced as an MCP server.' })
   @IsString()
   @MinLength(1)
   MCP_SERVER_NAME = 'arcs-mini-mcp-server';
 
-  @Matches(/^\d{4}-\d{2}-\d{2}$/, { message: 'MCP_PROTOCOL_VERSION must be a date-shaped MCP version such as 2024-11-05' })
+  @Setting({
+    group: 'mcp',
+    about:
+      "Protocol version answered to a client asking for one the SDK does not know (a known one is echoed); must be one the SDK speaks (checked while `MCP_ENABLED`).",
+  })
+  @ValidateIf((env: EnvironmentVariables) => env.MCP_ENABLED !== false)
+  @IsIn(SUPPORTED_PROTOCOL_VERSIONS, { message: `MCP_PROTOCOL_VERSION must be one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}` })
   MCP_PROTOCOL_VERSION = '2024-11-05';
 
-  // --- upstream MCP servers, aggregated into the catalogue ---
-  /** JSON file in the desktop clients' format, `{"mcpServers": {...}}`; none when unset. */
+  @Setting({
+    group: 'mcpWebSocket',
+    unset: 'generated',
+    about:
+      'Token of every MCP route (the tokens of `AUTH_TOKENS` and `AUTH_TOKENS_FILE` are accepted too); it opens MCP only. With none of them set, a random token is generated at start and shown once on stderr, whatever `CLOUD_LOG_LEVEL` says: MCP is never open.',
+  })
   @IsOptional()
   @IsString()
-  MCP_SERVERS_FILE?: string;
+  MCP_WS_AUTH_TOKEN?: string;
 
-  /** Seconds an upstream may take to start and answer `initialize`, and each `tools/list` or ping. */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  MCP_UPSTREAM_CONNECT_TIMEOUT = 30;
-
-  /** Seconds an upstream tool call may take; SERVER_TOOL_TIMEOUT when unset. */
-  @NumberFromEnv()
+  @Setting({
+    group: 'mcpWebSocket',
+    unset: 'none (printed)',
+    about: 'Where the MCP token generated for a run is written (readable by its owner only) instead of being printed: for a supervisor that hands it on.',
+  })
   @IsOptional()
-  @IsNumber()
-  @Min(0.01)
-  MCP_UPSTREAM_CALL_TIMEOUT?: number;
+  @IsString()
+  MCP_WS_AUTH_TOKEN_FILE?: string;
 
-  /** Seconds between liveness pings of a connected upstream; 0 turns pinging off. */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0)
-  MCP_UPSTREAM_PING_INTERVAL = 30;
+  @Setting({ group: 'mcpWebSocket', about: 'The spec\'s placeholder token "ChangeMe!" as `MCP_WS_AUTH_TOKEN` stops the boot unless this is true.' })
+  @BooleanFromEnv()
+  @IsBoolean()
+  MCP_WS_ALLOW_DEFAULT_TOKEN = false;
 
-  /** Seconds before the first reconnection attempt; doubled per failure up to MCP_UPSTREAM_RETRY_MAX. */
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  MCP_UPSTREAM_RETRY_MIN = 1;
-
-  @NumberFromEnv()
-  @IsNumber()
-  @Min(0.01)
-  MCP_UPSTREAM_RETRY_MAX = 60;
-
-  /**
-   * Bytes one message of an upstream MCP server may be (a stdio line, an HTTP body or event
-   * line); a larger answer is not held: its call fails naming this setting, and the upstream
-   * keeps its tools. Under WS_MAX_BUFFERED_BYTES, so WebSocket clients can take a result this size.
-   */
-  @NumberFromEnv()
-  @IsInt()
-  @Min(65536)
-  MCP_UPSTREAM_MAX_RESULT_BYTES = 2_097_152;
-
-  // --- MCP over WebSocket, dedicated listener (MCP-WS spec 8) ---
+  @Setting({
+    group: 'mcpWebSocket',
+    about: 'Interface of the dedicated MCP WebSocket listener, which serves the same gateway at `/` and `/mcp`.',
+  })
   @IsString()
   @MinLength(1)
   MCP_WS_HOST = '127.0.0.1';
 
-  /** Port of the dedicated MCP listener; 0 turns it off. */
+  @Setting({ group: 'mcpWebSocket', about: 'Port of the dedicated MCP WebSocket listener; 0 turns it off.' })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   @Max(65535)
   MCP_WS_PORT = 8765;
 
-  @IsOptional()
-  @IsString()
-  MCP_WS_AUTH_TOKEN?: string;
-
-  /**
-   * Where the MCP token generated for a run (no MCP_WS_AUTH_TOKEN, no AUTH_TOKENS) is written,
-   * readable by its owner only, instead of being printed: for a supervisor that hands it on.
-   */
-  @IsOptional()
-  @IsString()
-  MCP_WS_AUTH_TOKEN_FILE?: string;
-
-  /** The spec's placeholder token "ChangeMe!" is refused unless this is set. */
-  @BooleanFromEnv()
-  @IsBoolean()
-  MCP_WS_ALLOW_DEFAULT_TOKEN = false;
-
+  @Setting({
+    group: 'mcpWebSocket',
+    unit: 'milliseconds',
+    about: 'How often the server pings an MCP WebSocket client (an envelope `ping`, or a WebSocket ping on a plain socket).',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(10)
   MCP_WS_HEARTBEAT_INTERVAL = 30000;
 
+  @Setting({ group: 'mcpWebSocket', unit: 'milliseconds', about: 'How long without a pong ends an MCP WebSocket session.' })
   @NumberFromEnv()
   @IsInt()
   @Min(10)
   MCP_WS_HEARTBEAT_TIMEOUT = 90000;
 
-  /** Time allowed between connecting and a successful `auth` message (spec 3.2: 30 s). */
+  @Setting({ group: 'mcpWebSocket', unit: 'milliseconds', about: 'Time allowed between connecting and a successful envelope `auth` message (spec 3.2: 30 s).' })
   @NumberFromEnv()
   @IsInt()
   @Min(10)
   MCP_WS_AUTH_TIMEOUT = 30000;
 
+  @Setting({
+    group: 'mcpWebSocket',
+    about: 'Most MCP WebSocket connections at once (envelope and plain, both listeners; the spec\'s 1); more get 429.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
   MCP_WS_MAX_CONNECTIONS = 1;
 
-  // --- MCP Streamable HTTP ---
-  /** MCP Streamable HTTP sessions this instance holds at once; past it an `initialize` is answered 503. */
+  @Setting({ group: 'mcpHttp', about: 'MCP Streamable HTTP sessions this instance holds at once; an `initialize` past it is answered 503.' })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
   MCP_HTTP_MAX_SESSIONS = 1000;
 
-  /**
-   * MCP Streamable HTTP sessions one token may hold (across instances with REDIS_URL); past it
-   * an `initialize` is answered 429. 0: no limit.
-   */
+  @Setting({
+    group: 'mcpHttp',
+    about:
+      'MCP Streamable HTTP sessions one token holds (every instance together with `REDIS_URL`); an `initialize` past it is answered 429. Clients sharing one token share this. 0: no limit.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL = 100;
 
-  // --- client tools (spec 8.4) ---
-  @BooleanFromEnv()
-  @IsBoolean()
-  CLIENT_TOOLS_ENABLED = true;
+  @Setting({
+    group: 'mcpUpstream',
+    unset: 'none',
+    about: 'JSON file in the desktop clients\' format: `{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`.',
+  })
+  @IsOptional()
+  @IsString()
+  MCP_SERVERS_FILE?: string;
 
-  @NumberFromEnv()
-  @IsInt()
-  @Min(1)
-  CLIENT_TOOLS_MAX_COUNT = 32;
-
+  @Setting({
+    group: 'mcpUpstream',
+    unit: 'seconds',
+    about: 'Seconds an upstream may take to start and answer `initialize`, and each `tools/list` or ping.',
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.01)
-  CLIENT_TOOL_TIMEOUT = 30;
+  MCP_UPSTREAM_CONNECT_TIMEOUT = 30;
 
+  @Setting({ group: 'mcpUpstream', unit: 'seconds', unset: '`SERVER_TOOL_TIMEOUT`', about: 'Seconds an upstream tool call may take.' })
+  @NumberFromEnv()
+  @IsOptional()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_CALL_TIMEOUT?: number;
+
+  @Setting({ group: 'mcpUpstream', unit: 'seconds', about: 'Seconds between liveness pings of a connected upstream; 0 turns them off.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  MCP_UPSTREAM_PING_INTERVAL = 30;
+
+  @Setting({
+    group: 'mcpUpstream',
+    unit: 'seconds',
+    about: 'Seconds before the first reconnection attempt; doubled (with jitter) per failure up to `MCP_UPSTREAM_RETRY_MAX`.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_RETRY_MIN = 1;
+
+  @Setting({ group: 'mcpUpstream', unit: 'seconds', about: 'Longest wait between reconnection attempts; not less than `MCP_UPSTREAM_RETRY_MIN`.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  MCP_UPSTREAM_RETRY_MAX = 60;
+
+  @Setting({
+    group: 'mcpUpstream',
+    unit: 'bytes',
+    about:
+      'Bytes one message of an upstream may be (a stdio line, an HTTP body or event line). A larger answer is not held: its call fails naming this setting, and the upstream keeps its tools. Keep it under `WS_MAX_BUFFERED_BYTES`, so WebSocket clients can take a result this size.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(65536)
+  MCP_UPSTREAM_MAX_RESULT_BYTES = 2_097_152;
+
+  @Setting({ group: 'connections', unit: 'seconds', about: 'Seconds between the WebSocket pings the gateway sends a client (MCP has its own, `MCP_WS_HEARTBEAT_INTERVAL`).' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_PING_INTERVAL = 30;
+
+  @Setting({ group: 'connections', unit: 'seconds', about: 'Seconds a WebSocket client may stay silent (no frame, no pong) before its socket is closed.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_PING_TIMEOUT = 300;
+
+  @Setting({ group: 'connections', about: 'LLM-gateway connections at once; more are closed with 1013.' })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
-  CLIENT_TOOL_RESULT_QUEUE_SIZE = 10;
+  CLOUD_MAX_CONNECTIONS = 100;
 
-  // --- web console ---
-  /** Serves the web test console at `/` and `/console`; `false` turns it into a 404 (production). */
+  @Setting({ group: 'connections', about: 'WebSocket connections of every protocol at once; past it an upgrade is refused with 503.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CONNECTIONS = 1000;
+
+  @Setting({
+    group: 'connections',
+    about: 'LiteMCP and UTCP WebSocket connections, each protocol (the LLM gateway and MCP have their own caps); past it 503.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CONNECTIONS_PER_PROTOCOL = 200;
+
+  @Setting({ group: 'connections', about: 'WebSocket connections one remote address may hold; past it 429. 0: no limit.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  WS_MAX_CONNECTIONS_PER_ADDRESS = 100;
+
+  @Setting({ group: 'connections', about: 'WebSocket connections one token may hold (not counted while auth is off); past it 429. 0: no limit.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  WS_MAX_CONNECTIONS_PER_PRINCIPAL = 200;
+
+  @Setting({
+    group: 'connections',
+    about: 'Sockets still to send their auth frame (UTCP, the MCP envelope), all routes together; past it 503.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_UNAUTHENTICATED = 100;
+
+  @Setting({
+    group: 'connections',
+    unit: 'bytes',
+    about:
+      'Bytes a socket may send before it has authenticated (the auth frame is small; a JWT fits easily); past it the socket is closed with 1009. With `WS_MAX_UNAUTHENTICATED`, bounds what clients without a token can make the gateway hold.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1024)
+  WS_UNAUTHENTICATED_MAX_BYTES = 65536;
+
+  @Setting({
+    group: 'connections',
+    unit: 'seconds',
+    about: 'Seconds a socket that authenticates by message gets to send its auth frame (UTCP; the MCP envelope has `MCP_WS_AUTH_TIMEOUT`).',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  WS_AUTH_TIMEOUT = 10;
+
+  @Setting({
+    group: 'connections',
+    unit: 'bytes',
+    about:
+      'Bytes waiting to be sent to a client that does not read (a WebSocket, or a UTCP event stream over HTTP); past it the connection is closed (1008) or cut off.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(65536)
+  WS_MAX_BUFFERED_BYTES = 4_194_304;
+
+  @Setting({
+    group: 'connections',
+    about:
+      'Tool calls one WebSocket connection (MCP, LiteMCP, UTCP) or MCP Streamable HTTP session may have running at once; past it a call is refused as rate limited.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  WS_MAX_CALLS_IN_FLIGHT = 64;
+
+  @Setting({
+    group: 'sessions',
+    unit: 'seconds',
+    about: 'How long an idle session is kept: LLM-gateway sessions for resuming, MCP Streamable HTTP sessions with no request or stream open.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_SESSION_TIMEOUT = 3600;
+
+  @Setting({ group: 'sessions', about: 'Messages of history a session keeps, sent to the model when context is on (spec 6.2: 10).' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  CLOUD_SESSION_MAX_HISTORY = 10;
+
+  @Setting({
+    group: 'sessions',
+    about:
+      "LLM-gateway sessions one token keeps (not counted while auth is off); a new one past it removes that token's least recently active session. 0: no limit.",
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  CLOUD_SESSION_MAX_PER_PRINCIPAL = 1000;
+
+  @Setting({ group: 'sessions', unit: 'seconds', about: 'How often expired sessions are removed (spec 6.2: 60 s).' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  CLOUD_SESSION_CLEANUP_INTERVAL = 60;
+
+  @Setting({
+    group: 'sessions',
+    unset: 'sessions in memory',
+    about:
+      'Redis for sessions (`redis://[:password@]host:port[/db]`), MCP Streamable HTTP sessions included: shared by every instance and kept across restarts.',
+  })
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'REDIS_URL must be a redis:// or rediss:// URL' })
+  REDIS_URL?: string;
+
+  @Setting({ group: 'sessions', about: "Prefix of the gateway's Redis keys and channels, so several deployments can share one Redis." })
+  @IsString()
+  @MinLength(1)
+  REDIS_KEY_PREFIX = 'vtg:';
+
+  @Setting({
+    group: 'console',
+    about: 'The web test console at `/` and `/console` (chat, device tools, tool catalogue, frame log); `false` turns it into a 404, e.g. in production.',
+  })
   @BooleanFromEnv()
   @IsBoolean()
   CONSOLE_ENABLED = true;
 
-  // --- operations ---
-  /** Port of a separate listener for `/metrics` (then no longer on `CLOUD_PORT`); 0 keeps it on `CLOUD_PORT`. */
+  @Setting({ group: 'logging', about: "Least severe level logged, in any case: the spec's names (`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL`) or Nest's." })
+  @Transform(({ value }) => String(value).trim().toUpperCase())
+  @IsIn(LOG_LEVELS)
+  CLOUD_LOG_LEVEL: LogLevelName = 'INFO';
+
+  @Setting({ group: 'logging', about: '`json` (one object per line, for collectors) or `text` (for people).' })
+  @Transform(({ value }) => String(value).trim().toLowerCase())
+  @IsIn(['json', 'text'])
+  CLOUD_LOG_FORMAT: 'json' | 'text' = 'json';
+
+  @Setting({
+    group: 'operations',
+    about:
+      'Port of a listener of its own for `/metrics` (Prometheus), which asks for no token there; 0 keeps `/metrics` on `CLOUD_PORT`, behind `AUTH_TOKENS` when set.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
   @Max(65535)
   METRICS_PORT = 0;
 
-  /** Interface the `METRICS_PORT` listener binds to; loopback, since it asks for no token. */
+  @Setting({ group: 'operations', about: 'Interface the `METRICS_PORT` listener binds to; keep it on loopback or a private network, since it asks for no token.' })
   @IsString()
   @MinLength(1)
   METRICS_HOST = '127.0.0.1';
 
-  /**
-   * Comma-separated readiness checks that do not count (`model`, `redis`, `mcp_upstreams`): a
-   * gateway that serves only MCP tools has no use for a model server.
-   */
+  @Setting({
+    group: 'operations',
+    about:
+      'Comma-separated checks of `/health/ready` that do not count (`model`, `redis`, `mcp_upstreams`): a gateway that serves only MCP tools has no use for a model server.',
+  })
   @IsString()
   @Matches(/^\s*((model|redis|mcp_upstreams)\s*(,\s*(model|redis|mcp_upstreams)\s*)*)?$/, {
     message: 'READINESS_IGNORE must be a comma-separated list of: model, redis, mcp_upstreams',
   })
   READINESS_IGNORE = '';
-  // --- audit log ---
-  /** One `Audit` log line per tool call and per LLM turn (at INFO); `false` turns them off. */
+
+  @Setting({
+    group: 'audit',
+    about:
+      'One `Audit` line per tool call and per LLM turn, at INFO: token name (or `token#` and 8 hex of its SHA-256), protocol, tool, outcome, duration, turn id. `false` turns them off.',
+  })
   @BooleanFromEnv()
   @IsBoolean()
   AUDIT_LOG = true;
 
-  /** Whether audit lines carry the arguments and results (clipped); they may hold personal data. */
+  @Setting({
+    group: 'audit',
+    about: 'Whether audit lines also carry arguments, results, what the user said and the answer (clipped at 1,024 characters each); they may be personal data.',
+  })
   @BooleanFromEnv()
   @IsBoolean()
   AUDIT_LOG_ARGUMENTS = false;
 
-  // --- OpenTelemetry traces (the standard OTEL_* names); off unless an endpoint is set ---
-  /** The OTLP/HTTP collector's base URL; traces go to `<url>/v1/traces`. */
+  @Setting({
+    group: 'tracing',
+    unset: 'no traces',
+    about: "The OTLP/HTTP collector's base URL (`http://collector:4318`); spans go to `<endpoint>/v1/traces`.",
+  })
   @IsOptional()
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL' })
+  @IsUrl(HTTP_URL, { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL' })
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
 
-  /** The full URL traces are posted to, over OTEL_EXPORTER_OTLP_ENDPOINT. */
+  @Setting({ group: 'tracing', unset: "the endpoint's `/v1/traces`", about: 'A full traces URL, used as it is, over `OTEL_EXPORTER_OTLP_ENDPOINT`.' })
   @IsOptional()
-  @IsUrl(
-    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
-    { message: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http(s) URL' },
-  )
+  @IsUrl(HTTP_URL, { message: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http(s) URL' })
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
 
-  /** OTLP over HTTP with protobuf bodies (the standard's default) or JSON bodies; gRPC is not offered. */
+  @Setting({ group: 'tracing', about: "OTLP over HTTP with protobuf bodies (the standard's default) or JSON bodies; gRPC is not offered." })
   @Transform(({ value }) => String(value).trim().toLowerCase())
   @IsIn(['http/protobuf', 'http/json'], { message: 'OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json' })
   OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' | 'http/json' = 'http/protobuf';
 
-  /** `service.name` of every span. */
+  @Setting({ group: 'tracing', about: '`service.name` of every span.' })
   @IsString()
   @MinLength(1)
   OTEL_SERVICE_NAME = 'voice-tool-gateway';
@@ -631,11 +765,56 @@ export class InvalidConfigurationError extends StartupError {
   }
 }
 
+/** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
+export function tokensConfigured(env: Pick<EnvironmentVariables, 'AUTH_TOKENS' | 'AUTH_TOKENS_FILE'>): boolean {
+  return env.AUTH_TOKENS.split(',').some((token) => token.trim() !== '') || env.AUTH_TOKENS_FILE !== undefined;
+}
+
+/**
+ * A rule between settings, checked once each of `names` is valid on its own: a problem naming the
+ * variable and what is wrong, or nothing. Kept here, beside the settings, so no service checks
+ * its configuration on its own at start.
+ */
+interface CrossCheck {
+  names: readonly (keyof EnvironmentVariables)[];
+  problem(env: EnvironmentVariables): string | undefined;
+}
+
+const CROSS_CHECKS: readonly CrossCheck[] = [
+  {
+    names: ['LLM_SYSTEM_PROMPT', 'LLM_SYSTEM_PROMPT_FILE'],
+    problem: (env) =>
+      env.LLM_SYSTEM_PROMPT !== undefined && env.LLM_SYSTEM_PROMPT_FILE !== undefined ? 'Set LLM_SYSTEM_PROMPT or LLM_SYSTEM_PROMPT_FILE, not both' : undefined,
+  },
+  {
+    names: ['MCP_UPSTREAM_RETRY_MIN', 'MCP_UPSTREAM_RETRY_MAX'],
+    problem: (env) =>
+      env.MCP_UPSTREAM_RETRY_MAX < env.MCP_UPSTREAM_RETRY_MIN
+        ? `MCP_UPSTREAM_RETRY_MAX (${env.MCP_UPSTREAM_RETRY_MAX}) must not be less than MCP_UPSTREAM_RETRY_MIN (${env.MCP_UPSTREAM_RETRY_MIN})`
+        : undefined,
+  },
+  {
+    names: ['CLOUD_HOST', 'AUTH_TOKENS', 'AUTH_TOKENS_FILE', 'ALLOW_UNAUTHENTICATED'],
+    problem: (env) =>
+      env.CLOUD_HOST !== undefined && !isLoopbackHost(env.CLOUD_HOST) && !tokensConfigured(env) && !env.ALLOW_UNAUTHENTICATED
+        ? `CLOUD_HOST=${env.CLOUD_HOST} with no AUTH_TOKENS or AUTH_TOKENS_FILE would open the model and every tool to anyone who reaches it: set AUTH_TOKENS (or ALLOW_UNAUTHENTICATED=true to do so knowingly)`
+        : undefined,
+  },
+  {
+    names: ['MCP_WS_AUTH_TOKEN', 'MCP_WS_ALLOW_DEFAULT_TOKEN'],
+    problem: (env) =>
+      env.MCP_WS_AUTH_TOKEN === MCP_PLACEHOLDER_TOKEN && !env.MCP_WS_ALLOW_DEFAULT_TOKEN
+        ? `MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}", which anyone can guess: set a strong token (or MCP_WS_ALLOW_DEFAULT_TOKEN=true to use it anyway)`
+        : undefined,
+  },
+];
+
 const TYPE_CONSTRAINTS = ['isInt', 'isNumber', 'isBoolean', 'isString', 'isUrl', 'isIn'];
 
 /**
- * Validates raw settings (process.env plus any overrides) into {@link EnvironmentVariables}.
- * Unknown keys are ignored, empty strings mean "unset" so that `LLM_API_KEY=` keeps the default.
+ * Validates raw settings (process.env plus any overrides) into {@link EnvironmentVariables}: each
+ * variable, then the rules between them. Unknown keys are ignored, empty strings mean "unset" so
+ * that `LLM_API_KEY=` keeps the default. Throws {@link InvalidConfigurationError} listing every problem.
  */
 export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
   const known: Record<string, unknown> = {};
@@ -645,16 +824,19 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   }
   const env = plainToInstance(EnvironmentVariables, known);
   const errors = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false });
-  if (errors.length > 0) {
-    throw new InvalidConfigurationError(
-      errors.map((error) => {
-        const constraints = error.constraints ?? {};
-        // "abc" for a port breaks the range checks too; the type is what the user needs to hear.
-        const typeCheck = TYPE_CONSTRAINTS.find((name) => constraints[name] !== undefined);
-        const messages = typeCheck ? constraints[typeCheck] : Object.values(constraints).join('; ');
-        return `${messages} (got ${JSON.stringify(known[error.property])})`;
-      }),
-    );
+  const problems = errors.map((error) => {
+    const constraints = error.constraints ?? {};
+    // "abc" for a port breaks the range checks too; the type is what the user needs to hear.
+    const typeCheck = TYPE_CONSTRAINTS.find((name) => constraints[name] !== undefined);
+    const messages = typeCheck ? constraints[typeCheck] : Object.values(constraints).join('; ');
+    return `${messages} (got ${JSON.stringify(known[error.property])})`;
+  });
+  const invalid = new Set(errors.map((error) => error.property));
+  for (const check of CROSS_CHECKS) {
+    if (check.names.some((name) => invalid.has(name))) continue;
+    const problem = check.problem(env);
+    if (problem !== undefined) problems.push(problem);
   }
+  if (problems.length > 0) throw new InvalidConfigurationError(problems);
   return env;
 }

@@ -1,16 +1,25 @@
 import type { LogLevel } from '@nestjs/common';
 import { readFileSync } from 'fs';
 import { join, resolve } from 'path';
-import { isLoopbackHost } from '../core/http/loopback';
-import type { RequestHeaderLimits } from '../core/http/request-header-deadline';
-import { isKnownTimeZone, systemTimeZone } from '../core/time/time-zone';
+import { systemTimeZone } from '../core/time/time-zone';
 import {
   EnvironmentInput,
   EnvironmentVariables,
   InvalidConfigurationError,
   LogLevelName,
+  tokensConfigured,
   validateEnvironment,
 } from './environment';
+
+export { MCP_PLACEHOLDER_TOKEN } from './environment';
+
+/** What a connection may take to send its first request (slowloris), on every listener. */
+export interface RequestHeaderLimits {
+  /** How long a new connection may take to send its first request's headers (an upgrade included). */
+  timeoutMs: number;
+  /** Connections still sending their first request's headers, all together; more are dropped at once. */
+  maxIncomplete: number;
+}
 
 /** DI token of the validated, typed {@link GatewayConfig}. */
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
@@ -208,7 +217,7 @@ function tracesUrlOf(endpoint: string | undefined): string | undefined {
 export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   return {
     server: {
-      host: env.CLOUD_HOST ?? (listOf(env.AUTH_TOKENS).length > 0 || env.AUTH_TOKENS_FILE !== undefined ? '0.0.0.0' : '127.0.0.1'),
+      host: env.CLOUD_HOST ?? (tokensConfigured(env) ? '0.0.0.0' : '127.0.0.1'),
       port: env.CLOUD_PORT,
       pingIntervalMs: seconds(env.CLOUD_PING_INTERVAL),
       pingTimeoutMs: seconds(env.CLOUD_PING_TIMEOUT),
@@ -323,9 +332,6 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
   };
 }
 
-/** The MCP-over-WebSocket spec's example token, refused unless `MCP_WS_ALLOW_DEFAULT_TOKEN` is set. */
-export const MCP_PLACEHOLDER_TOKEN = 'ChangeMe!';
-
 /**
  * Validates `source` (normally process.env) with `overrides` on top, and builds the typed
  * config. Throws {@link InvalidConfigurationError} naming every bad variable.
@@ -338,32 +344,7 @@ export function loadGatewayConfig(
   for (const [name, value] of Object.entries(overrides)) {
     if (value !== undefined) merged[name] = value;
   }
-  const env = validateEnvironment(merged);
-  if (env.LLM_SYSTEM_PROMPT !== undefined && env.LLM_SYSTEM_PROMPT_FILE !== undefined) {
-    throw new InvalidConfigurationError(['Set LLM_SYSTEM_PROMPT or LLM_SYSTEM_PROMPT_FILE, not both']);
-  }
-  if (env.DEFAULT_TIMEZONE !== undefined && !isKnownTimeZone(env.DEFAULT_TIMEZONE)) {
-    throw new InvalidConfigurationError([
-      `DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris (got ${JSON.stringify(env.DEFAULT_TIMEZONE)})`,
-    ]);
-  }
-  if (env.MCP_UPSTREAM_RETRY_MAX < env.MCP_UPSTREAM_RETRY_MIN) {
-    throw new InvalidConfigurationError([
-      `MCP_UPSTREAM_RETRY_MAX (${env.MCP_UPSTREAM_RETRY_MAX}) must not be less than MCP_UPSTREAM_RETRY_MIN (${env.MCP_UPSTREAM_RETRY_MIN})`,
-    ]);
-  }
-  const config = buildGatewayConfig(env);
-  if (env.CLOUD_HOST !== undefined && !isLoopbackHost(env.CLOUD_HOST) && !hasTokens(config.auth) && !env.ALLOW_UNAUTHENTICATED) {
-    throw new InvalidConfigurationError([
-      `CLOUD_HOST=${env.CLOUD_HOST} with no AUTH_TOKENS or AUTH_TOKENS_FILE would open the model and every tool to anyone who reaches it: set AUTH_TOKENS (or ALLOW_UNAUTHENTICATED=true to do so knowingly)`,
-    ]);
-  }
-  if (env.MCP_WS_AUTH_TOKEN === MCP_PLACEHOLDER_TOKEN && !env.MCP_WS_ALLOW_DEFAULT_TOKEN) {
-    throw new InvalidConfigurationError([
-      `MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}", which anyone can guess: set a strong token (or MCP_WS_ALLOW_DEFAULT_TOKEN=true to use it anyway)`,
-    ]);
-  }
-  return config;
+  return buildGatewayConfig(validateEnvironment(merged));
 }
 
 /** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
