@@ -23,6 +23,7 @@ import { RedisSessionStore } from './assistant/session/redis-session.store';
 import { LocalSessionPresence, SESSION_PRESENCE } from './assistant/session/session-presence';
 import { SESSION_STORE } from './assistant/session/session-store';
 import { isCapped, SessionService } from './assistant/session/session.service';
+import { ToolCallService } from './core/tools/tool-call.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
 import { TraceContextMiddleware } from './core/tracing/trace-context.middleware';
@@ -38,16 +39,19 @@ import { MetricsModule } from './metrics/metrics.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
 import { UpstreamModule } from './upstream/upstream.module';
-import { ProtocolConnectionLimitGuard } from './core/ws/protocol-connection-limit.guard';
+import { HeartbeatInterceptor } from './core/ws/heartbeat.interceptor';
+import { MessageAuthenticator } from './core/auth/message-authenticator';
 import { JsonBodyInterceptor } from './core/http/json-body.interceptor';
 
 /** The core services every module may inject (the module is global). */
 const SHARED_CORE = [
   ToolRegistryService,
+  ToolCallService,
   AccessTokenService,
   BearerAuthGuard,
   DeferrableBearerAuthGuard,
-  ProtocolConnectionLimitGuard,
+  MessageAuthenticator,
+  HeartbeatInterceptor,
   HttpErrorFormats,
   OriginPolicy,
   SessionService,
@@ -114,7 +118,7 @@ const SHARED_CORE = [
     ToolDiscoveryService,
     ...SHARED_CORE,
   ],
-  exports: [GATEWAY_CONFIG, SESSION_STORE, ...SHARED_CORE],
+  exports: [GATEWAY_CONFIG, SESSION_STORE, HealthModule, ...SHARED_CORE],
 })
 export class GatewayModule extends ConfigurableGatewayModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -23,12 +23,11 @@ export type {
   ToolOutcome,
   ToolSource,
   ToolSpec,
-  ToolStreamEvent,
 } from './core/tools/tool-definition';
 export type { JsonSchema } from './core/tools/json-schema';
 export { GatewayError, GatewayErrorCode } from './core/errors/gateway-error';
 export { BearerAuthGuard } from './core/auth/bearer-auth.guard';
 export { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.guard';
-export { HealthService } from './health/health.service';
-export type { HealthIndicator, HealthReport } from './health/health.service';
+export { HealthChecks } from './health/health-checks';
+export type { HealthEndpoint } from './health/health-checks';
 export { CalculatorModule } from './examples/calculator/calculator.module';

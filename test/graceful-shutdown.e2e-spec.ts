@@ -59,7 +59,9 @@ describe('graceful shutdown with Redis sessions', () => {
     const refusal = await TestSocket.open(`ws://127.0.0.1:${port}/`).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(UpgradeRefused);
     expect((refusal as UpgradeRefused).status).toBe(503);
-    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(503);
+    const health = await fetch(`http://127.0.0.1:${port}/health`);
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({ status: 'shutting_down', error: { accepting: { status: 'down', message: 'Shutting down' } } });
 
     const frames = await readUntil(busy.socket, 'llm_response');
     expect(frames.pop().content).toBe('the answer that was in flight');

@@ -1,4 +1,7 @@
-import { HealthService } from '../src/health/health.service';
+import { Module } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { DrainService } from '../src/core/lifecycle/drain.service';
+import { HealthChecks } from '../src/health/health-checks';
 import { RunningGateway, startGateway } from './support/gateway';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { freePort } from './support/ports';
@@ -9,6 +12,22 @@ import { serversFile, until } from './support/upstreams';
 async function get(gateway: RunningGateway, path: string): Promise<{ status: number; body: any }> {
   const response = await fetch(gateway.http(path));
   return { status: response.status, body: await response.json() };
+}
+
+/** A user's module with a check of its own, on both endpoints, down while `failing` is set. */
+const ledger = { failing: false };
+@Module({})
+class LedgerModule {
+  constructor(checks: HealthChecks, indicators: HealthIndicatorService) {
+    checks.add(
+      'ledger',
+      async () => {
+        const check = indicators.check('ledger');
+        return ledger.failing ? check.down({ message: 'The ledger does not answer' }) : check.up({ entries: 3 });
+      },
+      ['health', 'ready'],
+    );
+  }
 }
 
 describe('liveness and readiness', () => {
@@ -55,9 +74,9 @@ describe('liveness and readiness', () => {
         error: { model: { status: 'down', message: 'The model server could not be reached' } },
         info: { accepting: { status: 'up' } },
       });
-      // Liveness and the gateway's own report do not depend on the model server.
+      // Neither liveness nor what balancers ask depends on the model server.
       expect((await get(gateway, '/health/live')).status).toBe(200);
-      expect((await get(gateway, '/health')).status).toBe(200);
+      expect(await get(gateway, '/health')).toMatchObject({ status: 200, body: { status: 'ok', error: {} } });
 
       await llm.resume();
       await until(async () => (await get(gateway, '/health/ready')).status === 200, 6_000, '/health/ready to answer 200 again');
@@ -109,14 +128,57 @@ describe('liveness and readiness', () => {
       expect(body.info.redis).toEqual({ status: 'up', latency_ms: expect.any(Number) });
     });
 
-    it('is unready once shutdown has begun, so balancers stop sending clients while it drains', async () => {
+    it('is unready once the drain has begun, so balancers stop sending clients while it drains', async () => {
       gateway = await startGateway({ LLM_BASE_URL: llm.baseUrl });
       expect((await get(gateway, '/health/ready')).status).toBe(200);
-      gateway.app.get(HealthService).beforeApplicationShutdown();
-      const { status, body } = await get(gateway, '/health/ready');
-      expect(status).toBe(503);
-      expect(body.error.accepting).toEqual({ status: 'down', message: 'Shutting down' });
+      await gateway.app.get(DrainService).beforeApplicationShutdown();
+      for (const path of ['/health/ready', '/health']) {
+        const { status, body } = await get(gateway, path);
+        expect(status).toBe(503);
+        expect(body).toMatchObject({ status: 'error', error: { accepting: { status: 'down', message: 'Shutting down' } } });
+      }
       expect((await get(gateway, '/health/live')).status).toBe(200);
+    });
+  });
+
+  describe('/health', () => {
+    let gateway: RunningGateway;
+
+    beforeAll(async () => {
+      gateway = await startGateway({ MCP_ENABLED: true, READINESS_IGNORE: 'model' }, [LedgerModule]);
+    });
+    afterAll(() => gateway?.close());
+    afterEach(() => (ledger.failing = false));
+
+    it('reports what this instance holds, each as a terminus indicator, and not the model server', async () => {
+      const { status, body } = await get(gateway, '/health');
+      expect(status).toBe(200);
+      expect(body).toEqual({
+        status: 'ok',
+        info: body.details,
+        error: {},
+        details: {
+          accepting: { status: 'up' },
+          process: { status: 'up', uptime_s: expect.any(Number) },
+          tools: { status: 'up', count: expect.any(Number) },
+          sessions: { status: 'up', store: 'MemorySessionStore' },
+          llm_gateway: { status: 'up', connections: 0 },
+          mcp: { status: 'up', websocket_connections: 0, http_sessions: 0 },
+          ledger: { status: 'up', entries: 3 },
+        },
+      });
+      expect(body.details.tools.count).toBeGreaterThan(0);
+    });
+
+    it('answers 503 while a check a module added is down, on every endpoint it was added to', async () => {
+      ledger.failing = true;
+      for (const path of ['/health', '/health/ready']) {
+        const { status, body } = await get(gateway, path);
+        expect(status).toBe(503);
+        expect(body).toMatchObject({ status: 'error', error: { ledger: { status: 'down', message: 'The ledger does not answer' } } });
+      }
+      ledger.failing = false;
+      expect((await get(gateway, '/health')).status).toBe(200);
     });
   });
 });

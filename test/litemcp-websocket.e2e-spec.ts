@@ -1,5 +1,7 @@
+import { ToolRegistryService } from '../src/core/tools/tool-registry.service';
 import { LiteMcpClient } from './support/litemcp-client';
 import { RunningGateway, startGateway } from './support/gateway';
+import { eventually } from './support/probing';
 import { TestSocket, UpgradeRefused } from './support/test-socket';
 
 const V = [1, 0, 0];
@@ -66,6 +68,15 @@ describe('LiteMCP over WebSocket', () => {
     await socket.expectSilence();
     socket.send({ version: V, id: 8, type: 'get' });
     expect(await socket.next()).toMatchObject({ id: 8, type: 'info' });
+  });
+
+  it('stops a call when its socket closes, so no tool runs on for nobody', async () => {
+    const registry = gateway.app.get(ToolRegistryService);
+    const timer = await TestSocket.open(gateway.ws('/litemcp/countdown'));
+    timer.send({ version: V, id: 1, type: 'call', data: { version: V, tool: 'countdown', arguments: ['600'] } });
+    await eventually(() => registry.callsRunning === 1, 'the countdown is running');
+    await timer.close();
+    await eventually(() => registry.callsRunning === 0, 'the countdown stopped with its socket', 1000);
   });
 
   describe('bad input gets an answer and the connection stays usable', () => {

@@ -255,7 +255,7 @@ describe('LLM gateway limits (spec 11, 12)', () => {
       const first = await stack.connect();
       const second = await stack.connect();
       const third = await TestSocket.open(stack.gateway.ws('/'));
-      expect(await third.closed).toEqual({ code: 1013, reason: 'Too many connections (at most 2)' });
+      expect(await third.closed).toEqual({ code: 1013, reason: 'Too many LLM-gateway connections: at most 2 (CLOUD_MAX_CONNECTIONS)' });
       await first.close();
       const replacement = await stack.connect();
       expect(replacement.sessionId).toBeDefined();

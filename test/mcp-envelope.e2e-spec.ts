@@ -312,7 +312,7 @@ describe('MCP over WebSocket, connections and shutdown', () => {
       const first = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
       const late = await TestSocket.open(gateway.ws('/mcp'));
       late.send({ type: 'auth', token: TOKEN });
-      expect(await late.next()).toMatchObject({ type: 'auth', status: 'failed', error: { message: expect.stringMatching(/at most 1 at once \(MCP_WS_MAX_CONNECTIONS\)/) } });
+      expect(await late.next()).toMatchObject({ type: 'auth', status: 'failed', error: { message: expect.stringMatching(/at most 1 \(MCP_WS_MAX_CONNECTIONS\)/) } });
       expect(await late.closed).toEqual({ code: 1013, reason: 'Too many connections' });
       await stranger.close();
       await expect(

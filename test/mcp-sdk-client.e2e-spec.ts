@@ -166,7 +166,7 @@ describe('MCP sessions are released', () => {
     const transport = TRANSPORTS[1][1](gateway, TOKEN) as StreamableHTTPClientTransport;
     await client.connect(transport);
     const health = (await (await fetch(gateway.http('/health'))).json()) as any;
-    expect(health.checks.mcp).toEqual({ state: 'up', websocket_connections: 0, http_sessions: 1 });
+    expect(health.info.mcp).toEqual({ status: 'up', websocket_connections: 0, http_sessions: 1 });
     await transport.terminateSession();
     await client.close();
   });

@@ -53,7 +53,7 @@ describe('a Redis that freezes or loses its data', () => {
     expect(unready.body.error.redis).toEqual({ status: 'down', message: 'Redis did not answer within 1 s (REDIS_URL)' });
     const health = await get(stack, '/health');
     expect(health.status).toBe(503);
-    expect(health.body.checks.sessions).toEqual({ state: 'down', store: 'RedisSessionStore' });
+    expect(health.body.error.sessions).toEqual({ status: 'down', store: 'RedisSessionStore', message: 'Redis did not answer within 1 s (REDIS_URL)' });
     expect((await get(stack, '/health/live')).status).toBe(200);
 
     server.thaw();

@@ -119,7 +119,7 @@ describe('losing Redis while running', () => {
       expect(failed).toMatchObject({ type: 'error', code: 'SESSION_ERROR', message: 'Session store unavailable' });
       const health = await fetch(stack.gateway.http('/health'));
       expect(health.status).toBe(503);
-      expect(((await health.json()) as any).checks.sessions).toEqual({ state: 'down', store: 'RedisSessionStore' });
+      expect(((await health.json()) as any).error.sessions).toMatchObject({ status: 'down', store: 'RedisSessionStore' });
 
       proxy.restore();
       const deadline = Date.now() + 15000;

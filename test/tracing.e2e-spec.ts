@@ -111,7 +111,7 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
     });
     await until(async () => {
       const health: any = await (await fetch(url('/health'))).json();
-      return health.checks.mcp_upstreams?.servers.home?.state === 'connected';
+      return health.details.mcp_upstreams?.servers.home?.state === 'connected';
     }, 20_000, 'the upstream to connect');
 
     // An LLM turn whose client sent a traceparent on the upgrade: two model calls, three tool calls (one upstream, one failing).

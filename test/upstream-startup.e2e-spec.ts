@@ -9,6 +9,12 @@ import { EVERYTHING_SERVER, isRunning, serversFile, until, upstreamIn, upstreamS
 
 const TOKEN = 'legacy-token-81c3e0';
 
+/** Calls a catalogue tool in process, with no arguments. */
+const callTool = (gateway: RunningGateway, name: string) => {
+  const registry = gateway.app.get(ToolRegistryService);
+  return Promise.resolve(registry.run(registry.prepare(name, {})));
+};
+
 describe('upstreams that are slow, dead or old', () => {
   let legacy: HttpUpstream;
   let file: { path: string; remove(): void };
@@ -65,12 +71,12 @@ describe('upstreams that are slow, dead or old', () => {
 
     const response = await fetch(gateway.http('/health'));
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'degraded', checks: { mcp_upstreams: { state: 'degraded' } } });
+    expect(await response.json()).toMatchObject({ status: 'ok', info: { mcp_upstreams: { status: 'up' } } });
   });
 
   it('falls back to SSE for a server that refuses Streamable HTTP, sending its headers', async () => {
     expect(await upstreamIn(gateway, 'legacy', 'connected')).toMatchObject({ transport: 'sse', tools: 3 });
-    await expect(gateway.app.get(ToolRegistryService).call('legacy.ping', {})).resolves.toMatchObject({ ok: true, value: 'pong' });
+    await expect(callTool(gateway, 'legacy.ping')).resolves.toMatchObject({ ok: true, value: 'pong' });
   });
 
   it('leaves out the tools the catalogue refuses, and says why on /health', async () => {
@@ -87,7 +93,7 @@ describe('upstreams that are slow, dead or old', () => {
 
   it('ends a call at the server\'s own time limit, and the server stays connected', async () => {
     await upstreamIn(gateway, 'legacy', 'connected');
-    await expect(gateway.app.get(ToolRegistryService).call('legacy.hang', {})).resolves.toMatchObject({
+    await expect(callTool(gateway, 'legacy.hang')).resolves.toMatchObject({
       ok: false,
       code: 'TOOL_TIMEOUT',
       message: 'Tool "legacy.hang" did not finish within 0.5 s',
@@ -144,7 +150,7 @@ describe('a bad MCP_SERVERS_FILE', () => {
   it('is not read at all with MCP_ENABLED=false: MCP is off as a whole, upstreams included', async () => {
     const gateway = await startGateway({ MCP_SERVERS_FILE: '/nonexistent/mcp.json', MCP_ENABLED: false });
     const health: any = await (await fetch(gateway.http('/health'))).json();
-    expect(health.checks.mcp_upstreams).toBeUndefined();
+    expect(health.details.mcp_upstreams).toBeUndefined();
     await gateway.close();
   });
 });
@@ -165,8 +171,8 @@ describe('the gateway process with upstreams', () => {
     let pid = 0;
     await until(async () => {
       const health: any = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
-      pid = health.checks.mcp_upstreams.servers.everything.pid ?? 0;
-      return health.checks.mcp_upstreams.servers.everything.state === 'connected';
+      pid = health.details.mcp_upstreams.servers.everything.pid ?? 0;
+      return health.details.mcp_upstreams.servers.everything.state === 'connected';
     });
     expect(main.output()).toMatch(/MCP server \\"everything\\" connected \(stdio, \d+ tools\)/);
     main.child.kill('SIGTERM');

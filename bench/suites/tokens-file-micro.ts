@@ -25,8 +25,8 @@ export interface CheckCost {
 
 /**
  * The checks a tool call meets with a tokens file, measured in this process on the real classes
- * (no sockets, so the machine's noise hardly touches it): `ToolRegistryService.get` and
- * `invoke` of a synchronous tool with the principal of an `AUTH_TOKENS` token (no check) and
+ * (no sockets, so the machine's noise hardly touches it): `ToolRegistryService.get`, `prepare`
+ * and `run` of a synchronous tool with the principal of an `AUTH_TOKENS` token (no check) and
  * with a named token whose `tools` glob and rate-limit counter run, plus its `admitToolCall`,
  * as a LiteMCP or UTCP call does. Alternating batches, medians.
  */
@@ -57,7 +57,7 @@ export function measureCheckCost(tokensFileText: string, token: string, iteratio
     const call = (principal: string, admit: boolean) => {
       if (!registry.get('calculator', undefined, principal)) throw new Error('calculator is not visible');
       if (admit) limits.admitToolCall(principal);
-      const outcome = registry.invoke('calculator', args, { principal });
+      const outcome = registry.run(registry.prepare('calculator', args, undefined, principal), { principal });
       if (!('ok' in outcome) || !outcome.ok) throw new Error('calculator failed');
     };
     const batch = (principal: string, admit: boolean): number => {

@@ -5,9 +5,9 @@ import type { INestApplicationContext, Type } from '@nestjs/common';
  * app may be built without (metrics, tokens, upstreams in an app without `GatewayModule`), or
  * what cannot be injected without a cycle.
  */
-export function optionalProvider<T>(modules: Pick<INestApplicationContext, 'get'>, type: Type<T>): T | undefined {
+export function optionalProvider<T>(modules: Pick<INestApplicationContext, 'get'>, type: Type<T> | symbol): T | undefined {
   try {
-    return modules.get(type, { strict: false });
+    return modules.get<T>(type as Type<T>, { strict: false });
   } catch {
     return undefined;
   }

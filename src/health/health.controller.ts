@@ -1,44 +1,46 @@
 import { Controller, Get, HttpStatus, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
-import { HealthCheckService } from '@nestjs/terminus';
+import { HealthCheckService, HealthIndicatorFunction } from '@nestjs/terminus';
 import type { Response } from 'express';
-import { SESSION_STORE, SessionStore } from '../assistant/session/session-store';
-import { HealthService } from './health.service';
-import { ReadinessIndicators } from './readiness.indicators';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { HealthChecks } from './health-checks';
 
 /**
- * Health for load balancers and orchestrators, all open (no token):
- * - `/health`: the gateway's own report (tools, sessions, connections, upstreams), 503 when not ready;
- *   the session store is probed first (a bounded round trip, cached), so its check is current;
- * - `/health/live`: the process answers (a restart would not help otherwise); never checks dependencies;
- * - `/health/ready`: it can serve now (model server, Redis, upstream MCP servers, not shutting
- *   down): 200, or 503 naming what failed, in terminus' format.
+ * Health for load balancers and orchestrators, all open (no token), each terminus's report
+ * (`{status, info, error, details}`): 200, or 503 with what is down under `error` (and `status`
+ * `shutting_down` once shutdown has begun).
+ * - `/health`: may new clients come here (not shutting down, the session store answers), with
+ *   what this instance holds (tools, connections, sessions, upstreams) as details;
+ * - `/health/live`: the process answers (a restart would not help otherwise); checks nothing;
+ * - `/health/ready`: it can serve every turn and tool now (model server, Redis, upstream MCP
+ *   servers, not shutting down).
  */
 @Controller('health')
 export class HealthController {
   constructor(
-    private readonly health: HealthService,
-    private readonly checks: HealthCheckService,
-    private readonly readiness: ReadinessIndicators,
-    @Inject(SESSION_STORE) private readonly sessions: SessionStore,
+    private readonly terminus: HealthCheckService,
+    private readonly checks: HealthChecks,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   @Get()
-  async check(@Res() response: Response): Promise<void> {
-    await this.sessions.probe();
-    const { ready, body } = this.health.report();
-    response.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).json(body);
+  health(@Res() response: Response): Promise<void> {
+    return this.answer(response, this.checks.of('health'));
   }
 
   @Get('live')
-  live(): Promise<unknown> {
-    return this.checks.check([]);
+  live(@Res() response: Response): Promise<void> {
+    return this.answer(response, []);
+  }
+
+  @Get('ready')
+  ready(@Res() response: Response): Promise<void> {
+    return this.answer(response, this.checks.of('ready', this.config.readiness.ignore));
   }
 
   /** terminus throws its report as a 503; it is answered as it is, not in a protocol's error format. */
-  @Get('ready')
-  async ready(@Res() response: Response): Promise<void> {
+  private async answer(response: Response, checks: HealthIndicatorFunction[]): Promise<void> {
     try {
-      response.status(HttpStatus.OK).json(await this.checks.check(this.readiness.all()));
+      response.status(HttpStatus.OK).json(await this.terminus.check(checks));
     } catch (error) {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       response.status(HttpStatus.SERVICE_UNAVAILABLE).json(error.getResponse());

@@ -1,26 +1,29 @@
 import { Inject, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { SESSION_STORE, SessionStore } from '../assistant/session/session-store';
-import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { GatewayHealthIndicators } from './gateway-health.indicators';
+import { HealthChecks } from './health-checks';
 import { HealthController } from './health.controller';
-import { HealthService } from './health.service';
 import { ModelServerProbe } from './model-server.probe';
-import { ReadinessIndicators } from './readiness.indicators';
 
+/**
+ * `/health`, `/health/live` and `/health/ready`, with `@nestjs/terminus`. Exports {@link HealthChecks}
+ * and terminus (its `HealthIndicatorService`), so that a module adds its checks the terminus way.
+ */
 @Module({
-  // Readiness failures are answered to the prober; the model probe logs its own changes of state.
+  // Failed checks are answered to the prober; the model probe logs its own changes of state.
   imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController],
-  providers: [HealthService, ModelServerProbe, ReadinessIndicators],
-  exports: [HealthService],
+  providers: [HealthChecks, GatewayHealthIndicators, ModelServerProbe],
+  exports: [HealthChecks, TerminusModule],
 })
 export class HealthModule {
-  constructor(health: HealthService, registry: ToolRegistryService, @Inject(SESSION_STORE) sessions: SessionStore) {
-    health.register('tools', { critical: false, check: () => ({ state: 'up', count: registry.list().length }) });
-    // Without its session store an instance cannot serve a conversation: not ready.
-    health.register('sessions', {
-      critical: true,
-      check: () => ({ state: sessions.ready ? 'up' : 'down', store: sessions.constructor.name }),
-    });
+  constructor(checks: HealthChecks, indicators: GatewayHealthIndicators, @Inject(GATEWAY_CONFIG) config: GatewayConfig) {
+    checks.add('accepting', () => indicators.accepting(), ['health', 'ready']);
+    checks.add('process', () => indicators.process());
+    checks.add('tools', () => indicators.tools());
+    checks.add('sessions', () => indicators.sessions());
+    checks.add('model', () => indicators.model(), ['ready']);
+    if (config.session.redisUrl) checks.add('redis', () => indicators.redis(), ['ready']);
   }
 }

@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { httpStatusOf } from '../core/errors/describe-exception';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe';
 import { ToolCall, toolCallSchema } from './dto/litemcp.dto';
@@ -37,7 +38,7 @@ export class LiteMcpController {
     @Req() request: AuthenticatedRequest,
     @Res({ passthrough: true }) response: Response,
   ) {
-    const { result, failure } = await this.liteMcp.call(tool, call, { principal: request.principal });
+    const { result, failure } = await this.liteMcp.call(ToolCallScope.ofRequest('litemcp', request, response), tool, call);
     response.status(failure && NOT_RUN.has(failure) ? httpStatusOf(failure) : 200);
     return result;
   }

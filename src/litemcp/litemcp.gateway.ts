@@ -1,5 +1,6 @@
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { thenMaybe } from '../core/maybe-promise';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { FrameConnection } from '../core/ws/connection';
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
@@ -9,7 +10,6 @@ import { infoFrame, LiteMcpServerFrame, resultFrame } from './litemcp.frames';
 import { LiteMcpService } from './litemcp.service';
 import { LiteMcpToolPathGuard } from './litemcp-tool-path.guard';
 import { SeenIds } from './seen-ids';
-import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
 /** A LiteMCP connection's own state: the request ids it has used. */
 export interface LiteMcpConnectionState {
@@ -28,7 +28,7 @@ type LiteMcpConnection = FrameConnection<LiteMcpConnectionState>;
 @ProtocolGateway({
   protocol: 'litemcp',
   path: '/litemcp/:tool',
-  upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard, ProtocolConnectionLimitGuard],
+  upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard],
   oversizedFrames: 'answer',
 })
 export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionState> {
@@ -47,7 +47,7 @@ export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionSta
   @OnFrame('call', { schema: callFrameSchema })
   call(frame: LiteMcpCallFrame, connection: LiteMcpConnection) {
     if (!connection.state.seen.remember(frame.id)) return undefined;
-    const outcome = this.liteMcp.call(connection.params.tool, frame.data, { principal: connection.principal, connectionId: connection.id }, connection.callsInFlight);
+    const outcome = this.liteMcp.call(ToolCallScope.ofConnection(connection), connection.params.tool, frame.data);
     return thenMaybe(outcome, ({ result }) => resultFrame(frame.id, result));
   }
 

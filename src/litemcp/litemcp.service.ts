@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { RateLimitService } from '../core/limits/rate-limit.service';
-import type { CallsInFlight } from '../core/limits/calls-in-flight';
 import { MaybePromise, thenMaybe } from '../core/maybe-promise';
+import { ToolCallService } from '../core/tools/tool-call.service';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
-import { ToolCallOptions, ToolRegistryService } from '../core/tools/tool-registry.service';
+import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ToolCall } from './dto/litemcp.dto';
 import { LITEMCP_VERSION, LiteMcpCallResult, LiteMcpTool } from './litemcp.frames';
 import { coerceArguments, failedCallResult, toCallResult, toLiteMcpTool } from './litemcp.mapper';
@@ -24,7 +24,7 @@ export interface LiteMcpCallOutcome {
 export class LiteMcpService {
   constructor(
     private readonly registry: ToolRegistryService,
-    private readonly limits: RateLimitService,
+    private readonly toolCalls: ToolCallService,
   ) {}
 
   /** `get`: the endpoint's tool, when `principal` may see it. */
@@ -34,23 +34,21 @@ export class LiteMcpService {
   }
 
   /**
-   * `call`: runs the endpoint's tool with the positional arguments; at once when the tool
-   * answers at once. A call over the caller's rate limit, or over its connection's `inFlight`,
-   * throws (or rejects with) `RateLimitedError` or `TooManyCallsError`.
+   * `call`: runs the endpoint's tool with the positional arguments within `scope`; at once when
+   * the tool answers at once. A call over the caller's rate limit, or over its connection's calls
+   * in flight, throws (or rejects with) `RateLimitedError` or `TooManyCallsError`.
    */
-  call(toolName: string, call: ToolCall, options: ToolCallOptions = {}, inFlight?: CallsInFlight): MaybePromise<LiteMcpCallOutcome> {
+  call(scope: ToolCallScope, toolName: string, call: ToolCall): MaybePromise<LiteMcpCallOutcome> {
     assertSupportedVersion(call.version);
     if (call.tool !== toolName) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `This endpoint serves tool "${toolName}", but the call names "${call.tool}"`);
     }
-    const coerced = coerceArguments(this.toolOrThrow(toolName, options.principal), call.arguments.map(String));
+    const coerced = coerceArguments(this.toolOrThrow(toolName, scope.principal), call.arguments.map(String));
     if (!coerced.ok) return { result: failedCallResult(coerced.params, coerced.problem), failure: 'INVALID_TOOL_PARAMETERS' };
-    const run = (): MaybePromise<LiteMcpCallOutcome> =>
-      thenMaybe(this.registry.invoke(toolName, coerced.args, { ...options, protocol: 'litemcp' }), (outcome) => ({
-        result: toCallResult(coerced.params, outcome),
-        failure: outcome.ok ? undefined : outcome.code,
-      }));
-    return this.limits.runToolCall(options.principal, run, inFlight);
+    return thenMaybe(this.toolCalls.call(scope, toolName, coerced.args), (outcome) => ({
+      result: toCallResult(coerced.params, outcome),
+      failure: outcome.ok ? undefined : outcome.code,
+    }));
   }
 
   /** Whether the endpoint `/litemcp/<toolName>` exists for `principal` (a shared tool of that name it may see). */

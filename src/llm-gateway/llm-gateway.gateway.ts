@@ -1,4 +1,5 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, UseInterceptors } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
@@ -14,6 +15,7 @@ import {
   registerToolsSchema,
   StartSessionFrame,
   startSessionSchema,
+  LlmServerFrame,
   TextInputFrame,
   textInputSchema,
   ToolResultFrame,
@@ -22,14 +24,15 @@ import {
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
 import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
+import { CLOSE_TRY_AGAIN_LATER } from '../core/ws/connection';
 import { ClientToolsService } from './client-tools.service';
 import { LlmConnection, LlmConnectionState, MAX_WAITING_REQUESTS } from './llm-connection';
-import { LlmConnectionLimitGuard } from './llm-connection-limit.guard';
 import { llmErrorFrame } from './llm-gateway.errors';
 import { errorFrame, pongFrame, statusFrame, toolsRegisteredFrame } from './llm-gateway.frames';
 import { SessionBindingService } from './session-binding.service';
 import { Turn } from './turn';
-import { TurnService } from './turn.service';
+import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
+import { TurnEnvironment } from './turn-environment';
 
 /** The protocol name LLM-gateway connections are counted under. */
 export const LLM_PROTOCOL = 'llm';
@@ -46,7 +49,9 @@ export const LLM_PROTOCOL = 'llm';
   protocol: LLM_PROTOCOL,
   path: '/',
   aliases: ['/llm'],
-  upgradeGuards: [BearerAuthGuard, LlmConnectionLimitGuard],
+  upgradeGuards: [BearerAuthGuard],
+  connectionCap: { setting: 'CLOUD_MAX_CONNECTIONS', limit: (config) => config.server.maxConnections, status: 503, closeCode: CLOSE_TRY_AGAIN_LATER, label: 'LLM-gateway' },
+  serial: { maxWaiting: MAX_WAITING_REQUESTS, whenFull: 'refuse' },
   oversizedFrames: 'close',
 })
 export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
@@ -54,15 +59,14 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
 
   constructor(
     private readonly binding: SessionBindingService,
-    private readonly turns: TurnService,
+    private readonly turnEnvironment: TurnEnvironment,
     private readonly clientTools: ClientToolsService,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   onOpen(connection: LlmConnection): void {
     connection.state = new LlmConnectionState(this.config.llm.streamByDefault);
-    connection.keepAlive({ intervalMs: this.config.server.pingIntervalMs, timeoutMs: this.config.server.pingTimeoutMs });
-    void this.serially(connection, () =>
+    void connection.queue().run(() =>
       this.binding.open(connection).catch((error: unknown) => {
         this.logger.error(`Could not open a session: ${(error as Error).message}`);
         connection.send(errorFrame(GatewayErrorCode.SESSION_ERROR, 'Could not create a session'));
@@ -77,23 +81,24 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
   }
 
   /**
-   * A turn, queued behind the connection's earlier requests; with barge-in on, the turns
-   * running or waiting are cancelled first, so this one starts as soon as they have ended.
+   * A turn, queued behind the connection's earlier requests; with barge-in on, the turns running
+   * or waiting are cancelled first, so this one starts as soon as they have ended. Its frames are
+   * the answer, cleaned for speech on their way out.
    */
   @OnFrame('text_input', { schema: textInputSchema })
-  textInput(input: TextInputFrame, connection: LlmConnection): Promise<void> {
+  @UseInterceptors(SpeechCleaningInterceptor)
+  textInput(input: TextInputFrame, connection: LlmConnection): Observable<LlmServerFrame> {
     const { turns, bargeIn } = connection.state;
     const turnId = input.turn_id ?? randomUUID();
     if (turns.has(turnId)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Turn "${turnId}" is already running or waiting`);
     if (bargeIn) for (const earlier of [...turns.values()]) earlier.cancel();
-    const turn = new Turn(turnId, connection);
-    const run = () => this.turns.run(connection, turn, input);
-    const queued = connection.queue(MAX_WAITING_REQUESTS).schedule(() => (connection.isOpen ? run() : undefined));
+    const turn = new Turn(turnId, connection, input, this.turnEnvironment);
+    const queued = connection.queue().schedule(() => turn.play());
     turn.whileWaiting(() => {
-      if (queued.withdraw()) run().catch((error: Error) => this.logger.error(`Turn ${turnId} could not end: ${error.stack}`));
+      if (queued.withdraw()) turn.play().catch((error: Error) => this.logger.error(`Turn ${turnId} could not end: ${error.stack}`));
     });
     turns.set(turnId, turn);
-    return queued.done;
+    return turn.frames;
   }
 
   /**
@@ -118,19 +123,19 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
     return undefined;
   }
 
-  @OnFrame('configure', { schema: configureSchema })
+  @OnFrame('configure', { schema: configureSchema, serial: true })
   configure(settings: ConfigureFrame, connection: LlmConnection): Promise<void> {
-    return this.serially(connection, () => this.binding.configure(connection, settings));
+    return this.binding.configure(connection, settings);
   }
 
-  @OnFrame('start_session', { schema: startSessionSchema })
+  @OnFrame('start_session', { schema: startSessionSchema, serial: true })
   startSession(request: StartSessionFrame, connection: LlmConnection): Promise<void> {
-    return this.serially(connection, () => this.binding.startSession(connection, request.session_id));
+    return this.binding.startSession(connection, request.session_id);
   }
 
-  @OnFrame('end_session', { schema: endSessionSchema })
+  @OnFrame('end_session', { schema: endSessionSchema, serial: true })
   endSession(_request: unknown, connection: LlmConnection): Promise<void> {
-    return this.serially(connection, () => this.binding.endSession(connection));
+    return this.binding.endSession(connection);
   }
 
   @OnFrame('register_tools', { schema: registerToolsSchema })
@@ -150,10 +155,5 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
 
   onFrameError(error: unknown) {
     return llmErrorFrame(error);
-  }
-
-  /** Runs `task` after the connection's earlier requests; a task that starts after the connection closed is skipped. */
-  private serially(connection: LlmConnection, task: () => Promise<void>): Promise<void> {
-    return connection.queue(MAX_WAITING_REQUESTS).run(() => (connection.isOpen ? task() : undefined));
   }
 }

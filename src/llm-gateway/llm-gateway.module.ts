@@ -1,23 +1,24 @@
 import { Module } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
 import { DrainService } from '../core/lifecycle/drain.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { CLOSE_GOING_AWAY } from '../core/ws/gateway-ws.adapter';
 import { HealthModule } from '../health/health.module';
-import { HealthService } from '../health/health.service';
+import { HealthChecks } from '../health/health-checks';
 import { ClientToolsService } from './client-tools.service';
-import { LlmConnectionLimitGuard } from './llm-connection-limit.guard';
 import { LLM_PROTOCOL, LlmGateway } from './llm-gateway.gateway';
 import { SessionBindingService } from './session-binding.service';
-import { TurnService } from './turn.service';
+import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
+import { TurnEnvironment } from './turn-environment';
 
 /** The voice assistant's WebSocket API (LLM gateway spec) at `/` and `/llm`. */
 @Module({
   imports: [HealthModule],
-  providers: [LlmGateway, SessionBindingService, TurnService, ClientToolsService, LlmConnectionLimitGuard],
+  providers: [LlmGateway, SessionBindingService, TurnEnvironment, ClientToolsService, SpeechCleaningInterceptor],
 })
 export class LlmGatewayModule {
-  constructor(health: HealthService, drain: DrainService, connections: ConnectionRegistry) {
-    health.register('llm_gateway', { critical: false, check: () => ({ state: 'up', connections: connections.count(LLM_PROTOCOL) }) });
+  constructor(checks: HealthChecks, indicators: HealthIndicatorService, drain: DrainService, connections: ConnectionRegistry) {
+    checks.add('llm_gateway', () => indicators.check('llm_gateway').up({ connections: connections.count(LLM_PROTOCOL) }));
     // On shutdown each device gets its answer in flight, then a close frame telling it to reconnect.
     drain.register('llm_gateway', async () => {
       await Promise.all(connections.list(LLM_PROTOCOL).map((connection) => connection.closeWhenIdle(CLOSE_GOING_AWAY, 'Server shutting down')));

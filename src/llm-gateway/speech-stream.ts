@@ -1,14 +1,13 @@
 import type { LanguageCode } from './protocol';
-import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
 import { HiddenTextFilter } from '../assistant/speech/hidden-text';
 import { SentenceSplitter } from '../assistant/speech/sentence-splitter';
 
 /**
  * A turn's text on its way to the listener: the model's deltas -> reasoning and tool-call
- * markup removed -> cut into sentences -> cleaned for speech (unless the connection turned
- * cleaning off) -> `say`, one sentence at a time, each ready to speak. What was said, joined,
- * is {@link spoken}: each sentence after the first keeps one space (or line break) from the
- * text between them, so the joined sentences read as the answer does.
+ * markup removed -> cut into sentences -> `say`, one sentence at a time, as soon as it is
+ * complete (cleaning for speech comes after, in `SpeechCleaningInterceptor`). What was said,
+ * joined, is {@link spoken}: each sentence after the first keeps one space (or line break) from
+ * the text between them, so the joined sentences read as the answer does.
  */
 export class SpeechStream {
   private filter = new HiddenTextFilter();
@@ -17,10 +16,8 @@ export class SpeechStream {
   /** The next sentence starts a new reply (after a tool round) or follows the gateway's own: it is spaced from the last. */
   private separate = false;
 
-  /** `clean`: clean each sentence for speech. */
   constructor(
     private readonly language: LanguageCode,
-    private readonly clean: boolean,
     private readonly say: (sentence: string) => void,
   ) {}
 
@@ -59,8 +56,8 @@ export class SpeechStream {
   }
 
   private speak(piece: string): void {
-    const text = this.clean ? cleanForSpeech(piece, this.language) : piece.trim();
-    // Nothing to say: punctuation alone (a closing quote split from its sentence), or nothing left after cleaning.
+    const text = piece.trim();
+    // Nothing to say: punctuation alone (a closing quote split from its sentence).
     if (!/[\p{L}\p{N}]/u.test(text)) return;
     const lead = this.said.length === 0 ? '' : /^\s*\n/.test(piece) ? '\n' : /^\s/.test(piece) || (this.separate && !this.unspaced) ? ' ' : '';
     this.separate = false;

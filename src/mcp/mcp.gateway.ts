@@ -1,6 +1,6 @@
 import { Inject, Logger } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { AccessTokenService } from '../core/auth/access-token.service';
+import { MessageAuthenticator } from '../core/auth/message-authenticator';
 import { DrainService } from '../core/lifecycle/drain.service';
 import type { GatewayConnection } from '../core/ws/connection';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
@@ -17,13 +17,13 @@ import {
   pongEnvelopeSchema,
 } from './dto/mcp.dto';
 import { McpAuthGuard } from './mcp-auth.guard';
-import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { MCP_PATH, MCP_PROTOCOL, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
 import { toEnvelopeError } from './mcp.errors';
 import { McpService } from './mcp.service';
 import { EnvelopeSession } from './websocket/envelope-session';
 import type { McpSessionContext, McpSocketSession } from './websocket/mcp-socket-session';
+import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
 import { PlainSession } from './websocket/plain-session';
 
 type McpConnection = GatewayConnection<McpSocketSession>;
@@ -43,7 +43,10 @@ const plain = { subprotocol: PLAIN_MCP_SUBPROTOCOL } as const;
 @ProtocolGateway({
   protocol: MCP_PROTOCOL,
   path: MCP_PATH,
-  upgradeGuards: [McpEnabledGuard, McpAuthGuard, McpConnectionLimitGuard],
+  upgradeGuards: [McpEnabledGuard, McpAuthGuard],
+  connectionCap: { setting: 'MCP_WS_MAX_CONNECTIONS', limit: (config) => config.mcp.ws.maxConnections, status: 429, label: 'MCP' },
+  authByMessage: { setting: 'MCP_WS_AUTH_TIMEOUT', timeoutMs: (config) => config.mcp.ws.authTimeoutMs },
+  heartbeat: McpHeartbeatInterceptor,
   handleProtocols: (protocols) => (protocols.has(PLAIN_MCP_SUBPROTOCOL) ? PLAIN_MCP_SUBPROTOCOL : false),
   oversizedFrames: 'answer',
 })
@@ -52,14 +55,12 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
 
   constructor(
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
-    tokens: AccessTokenService,
+    auth: MessageAuthenticator,
     mcp: McpService,
     connections: ConnectionRegistry,
-    auth: McpAuthGuard,
     drain: DrainService,
   ) {
-    const admission = (principal: string) => auth.admissionRefusal(principal, MCP_PROTOCOL);
-    this.context = { tokens, mcp, settings: config.mcp.ws, logger: new Logger('MCP'), admission };
+    this.context = { auth, mcp, settings: config.mcp.ws, logger: new Logger('MCP') };
     // Once the calls in flight are answered, sessions say goodbye (an envelope `close`) before the adapter closes their sockets.
     drain.afterDrain('mcp_websocket', async () => {
       await Promise.all(connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));
@@ -73,6 +74,10 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
 
   onClose(connection: McpConnection): void {
     void connection.state.dispose();
+  }
+
+  onAuthTimeout(connection: EnvelopeConnection, timeoutMs: number): void {
+    connection.state.authTimedOut(timeoutMs);
   }
 
   @OnFrame('auth', { beforeAuth: true })

@@ -1,15 +1,15 @@
 import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { HealthIndicatorService } from '@nestjs/terminus';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
 import { HealthModule } from '../health/health.module';
-import { HealthService } from '../health/health.service';
+import { HealthChecks } from '../health/health-checks';
 import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './http/mcp-http-session-store';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
 import { RedisMcpHttpSessionStore } from './http/redis-mcp-http-session-store';
 import { McpAuthGuard } from './mcp-auth.guard';
-import { McpConnectionLimitGuard } from './mcp-connection-limit.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { mcpRealmTokens } from './mcp-realm';
 import { MCP_PATH, MCP_PROTOCOL, MCP_REALM } from './mcp.constants';
@@ -17,6 +17,7 @@ import { mcpHttpErrorBody } from './mcp.errors';
 import { McpService } from './mcp.service';
 import { McpController } from './mcp.controller';
 import { McpGateway } from './mcp.gateway';
+import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
 import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 
@@ -40,9 +41,9 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
           : new LocalMcpHttpSessionStore(),
     },
     McpDedicatedListener,
+    McpHeartbeatInterceptor,
     McpAuthGuard,
     McpEnabledGuard,
-    McpConnectionLimitGuard,
   ],
 })
 export class McpModule implements OnModuleInit {
@@ -51,7 +52,8 @@ export class McpModule implements OnModuleInit {
     private readonly tokens: AccessTokenService,
     private readonly errorFormats: HttpErrorFormats,
     private readonly http: HttpAdapterHost,
-    private readonly health: HealthService,
+    private readonly checks: HealthChecks,
+    private readonly indicators: HealthIndicatorService,
     private readonly connections: ConnectionRegistry,
     private readonly httpSessions: McpHttpSessions,
   ) {}
@@ -61,9 +63,9 @@ export class McpModule implements OnModuleInit {
     const context = { sharedTokens: this.tokens.enabled, served: Boolean(this.http.httpAdapter) };
     this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, context, new Logger('MCP')));
     if (this.config.mcp.enabled) {
-      this.health.register('mcp', {
-        critical: false,
-        check: () => ({ state: 'up', websocket_connections: this.connections.count(MCP_PROTOCOL), http_sessions: this.httpSessions.size }),
+      this.checks.add('mcp', () => {
+        const websocketConnections = this.connections.count(MCP_PROTOCOL);
+        return this.indicators.check('mcp').up({ websocket_connections: websocketConnections, http_sessions: this.httpSessions.size });
       });
     }
   }

@@ -5,6 +5,8 @@ import { InvalidConfigurationError } from '../config/environment';
 import { loadGatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { RateLimitService } from '../core/limits/rate-limit.service';
+import { ToolCallService } from '../core/tools/tool-call.service';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { McpService } from './mcp.service';
 
@@ -18,7 +20,8 @@ function setUp(settings: Record<string, string> = {}) {
     source: 'module',
     handler: ({ text }) => text,
   });
-  return { registry, factory: new McpService(config, registry, new RateLimitService(config, new AccessTokenService(config))) };
+  const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config)));
+  return { registry, factory: new McpService(config, registry, toolCalls) };
 }
 
 /** A server on one end of an in-memory pair; the test speaks raw JSON-RPC on the other. */
@@ -26,7 +29,7 @@ async function rawSession(factory: McpService) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const received: JSONRPCMessage[] = [];
   clientSide.onmessage = (message) => received.push(message);
-  const server = factory.createServer({ connectionId: 'c1' });
+  const server = factory.createServer(ToolCallScope.ofConnection({ id: 'c1', protocol: 'mcp' }));
   await server.connect(serverSide);
   await clientSide.start();
   const request = async (id: number, method: string, params?: unknown) => {
@@ -78,7 +81,7 @@ describe('McpService', () => {
 
   it('serves the catalogue to the SDK client and announces changes to the shared tools once initialized', async () => {
     const { registry, factory } = setUp();
-    const server = factory.createServer({ connectionId: 'c1' });
+    const server = factory.createServer(ToolCallScope.ofConnection({ id: 'c1', protocol: 'mcp' }));
     const client = new Client({ name: 'spec', version: '1' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await Promise.all([server.connect(serverSide), client.connect(clientSide)]);

@@ -14,29 +14,19 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { filter, Subscription } from 'rxjs';
-import { InvalidConfigurationError } from '../config/environment';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { RateLimitService } from '../core/limits/rate-limit.service';
-import { CallsInFlight, TooManyCallsError } from '../core/limits/calls-in-flight';
+import { TooManyCallsError } from '../core/limits/calls-in-flight';
 import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
-import type { InvokeOptions } from '../core/tools/tool-invoker';
+import { ToolCallService } from '../core/tools/tool-call.service';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
+import type { ToolCallControls } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
 import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
-import { MCP_PROTOCOL } from './mcp.constants';
 import { RATE_LIMITED_ERROR } from './mcp.errors';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
-
-/** Who an MCP session serves; passed to every tool call it makes. */
-export interface McpCaller {
-  principal?: string;
-  /** The WebSocket connection or Streamable HTTP session. */
-  connectionId: string;
-  /** The connection's bound on calls running at once. */
-  callsInFlight?: CallsInFlight;
-}
 
 /**
  * `tools/call` with any params. The SDK parses a request against the handler's schema before its
@@ -63,15 +53,9 @@ export class McpService {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly registry: ToolRegistryService,
-    private readonly limits: RateLimitService,
+    private readonly toolCalls: ToolCallService,
   ) {
-    const { enabled, serverName, protocolVersion } = config.mcp;
-    if (enabled && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
-      throw new InvalidConfigurationError([
-        `MCP_PROTOCOL_VERSION must be one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')} (got ${JSON.stringify(protocolVersion)})`,
-      ]);
-    }
-    this.serverInfo = { name: serverName, version: GATEWAY_VERSION };
+    this.serverInfo = { name: config.mcp.serverName, version: GATEWAY_VERSION };
   }
 
   /** The name and version the gateway announces as an MCP server. */
@@ -79,7 +63,8 @@ export class McpService {
     return this.serverInfo;
   }
 
-  createServer(caller: McpCaller): Server {
+  /** The SDK server of one session (a WebSocket connection, a Streamable HTTP session), whose calls run within `scope`. */
+  createServer(scope: ToolCallScope): Server {
     const server = new Server(this.serverInfo, {
       capabilities: { tools: { listChanged: true } },
       debouncedNotificationMethods: ['notifications/tools/list_changed'],
@@ -88,13 +73,13 @@ export class McpService {
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
     server.setRequestHandler(ListToolsWithAnyParams, (request) => {
       checkedListTools(request);
-      return { tools: this.registry.list(undefined, caller.principal).map(toMcpTool) };
+      return { tools: this.registry.list(undefined, scope.principal).map(toMcpTool) };
     });
     server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) =>
       // The SDK has checked the params against CallToolRequestSchema by now (see ToolsCallWithAnyParams).
-      this.call((request as CallToolRequest).params, caller, extra.signal),
+      this.call((request as CallToolRequest).params, scope.withSignal(extra.signal)),
     );
-    server.onerror = (error) => this.logger.warn(`MCP session ${caller.connectionId}: ${error.message}`);
+    server.onerror = (error) => this.logger.warn(`MCP session ${scope.connectionId}: ${error.message}`);
 
     let announcements: Subscription | undefined;
     server.oninitialized = () => {
@@ -107,32 +92,32 @@ export class McpService {
   }
 
   /**
-   * A `tools/call` of `name` as MCP answers it, at once when the tool answers at once;
-   * `undefined` when the catalogue has no such tool for the caller (MCP's answer is then a
+   * A `tools/call` of `name` within `scope` as MCP answers it, at once when the tool answers at
+   * once; `undefined` when the catalogue has no such tool for the caller (MCP's answer is then a
    * protocol error). A call over the caller's rate limit, or over its connection's calls in
    * flight, throws (or rejects with) an {@link McpError} -32029.
    */
-  toolCallResult(name: string, args: Record<string, unknown>, options: McpCaller & InvokeOptions): MaybePromise<CallToolResult> | undefined {
-    const tool = this.registry.get(name, undefined, options.principal);
+  toolCallResult(
+    scope: ToolCallScope,
+    name: string,
+    args: Record<string, unknown>,
+    controls?: ToolCallControls,
+  ): MaybePromise<CallToolResult> | undefined {
+    const prepared = this.toolCalls.prepare(scope, name, args);
+    const tool = prepared.entry?.tool;
     if (!tool) return undefined;
     let result: MaybePromise<CallToolResult>;
     try {
-      result = this.limits.runToolCall(
-        options.principal,
-        () => thenMaybe(this.registry.invoke(name, args, options), (outcome) => toCallToolResult(tool, outcome)),
-        options.callsInFlight,
-      );
+      result = thenMaybe(this.toolCalls.run(scope, prepared, controls), (outcome) => toCallToolResult(tool, outcome));
     } catch (error) {
       throw asMcpError(error);
     }
     return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
   }
 
-  private async call(params: CallToolRequest['params'], caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
+  private async call(params: CallToolRequest['params'], scope: ToolCallScope): Promise<CallToolResult> {
     // A client's trace context in `params._meta` (MCP's place for it) is the call's parent, over any the transport carried.
-    const result = runInTraceContext(traceContextOf(params._meta), () =>
-      this.toolCallResult(params.name, params.arguments ?? {}, { ...caller, signal, protocol: MCP_PROTOCOL }),
-    );
+    const result = runInTraceContext(traceContextOf(params._meta), () => this.toolCallResult(scope, params.name, params.arguments ?? {}));
     // MCP reports an unknown tool as a protocol error, not as a failed call.
     if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
     return result;

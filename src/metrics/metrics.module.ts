@@ -1,5 +1,6 @@
 import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { CORE_OBSERVER } from '../core/observability/core-observer';
 import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { SessionService } from '../assistant/session/session.service';
@@ -12,14 +13,14 @@ import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics } from './scrape-time-metrics';
 
 /**
- * Prometheus metrics: `MetricsService` (global, so the shared core reports to it), `/metrics`
+ * Prometheus metrics: `MetricsService` (global; the shared core reports to it as its `CoreObserver`), `/metrics`
  * on `CLOUD_PORT` or on `METRICS_PORT`, and the figures read at scrape time.
  */
 @Global()
 @Module({
   controllers: [MetricsController],
-  providers: [MetricsService, MetricsListener, MetricsOnMainPortGuard],
-  exports: [MetricsService],
+  providers: [MetricsService, MetricsListener, MetricsOnMainPortGuard, { provide: CORE_OBSERVER, useExisting: MetricsService }],
+  exports: [MetricsService, CORE_OBSERVER],
 })
 export class MetricsModule implements OnApplicationBootstrap {
   constructor(

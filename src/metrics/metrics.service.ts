@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { CoreObserver } from '../core/observability/core-observer';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
@@ -30,7 +31,7 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
  * the gateway's own (protocols, catalogue tools, error codes), never a client's.
  */
 @Injectable()
-export class MetricsService {
+export class MetricsService implements CoreObserver {
   readonly registry = new Registry();
   private readonly toolCalls = new ToolCallMetrics(this.registry);
   private readonly frames = this.counter('gateway_frames_total', 'WebSocket frames handled, by protocol and outcome (ok, error)', ['protocol', 'outcome']);

@@ -19,8 +19,7 @@ export interface ScrapeSources {
  * keeping them costs the connection, session and upstream code nothing at all.
  */
 export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSources): void {
-  const upstreamStatuses = () =>
-    Object.entries((sources.upstreams?.report().servers ?? {}) as Record<string, UpstreamStatus>);
+  const upstreamStatuses = (): [string, UpstreamStatus][] => Object.entries(sources.upstreams?.statuses() ?? {});
 
   new Gauge({
     name: 'gateway_connections',

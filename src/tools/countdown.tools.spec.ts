@@ -1,5 +1,4 @@
 import { Test } from '@nestjs/testing';
-import { lastValueFrom, toArray } from 'rxjs';
 import { loadGatewayConfig } from '../config/gateway-config';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { GatewayModule } from '../gateway.module';
@@ -67,18 +66,20 @@ describe('countdown', () => {
     await moduleRef.init();
     const registry = moduleRef.get(ToolRegistryService);
     expect(registry.get('countdown')).toMatchObject({ source: 'builtin', tags: expect.arrayContaining(['streaming']) });
-    expect(registry.validateArguments('countdown', { seconds: 0 })).toMatch(/"seconds" must be > 0/);
-    expect(registry.validateArguments('countdown', { seconds: 3601 })).toMatch(/"seconds" must be <= 3600/);
-    expect(registry.validateArguments('countdown', { seconds: 5, interval: 0.01 })).toMatch(/"interval" must be >= 0.1/);
-    expect(registry.validateArguments('countdown', { seconds: 5, every: 1 })).toMatch(/unexpected argument "every"/);
+    const problemWith = (args: object) => registry.prepare('countdown', args).problem?.message;
+    expect(problemWith({ seconds: 0 })).toMatch(/"seconds" must be > 0/);
+    expect(problemWith({ seconds: 3601 })).toMatch(/"seconds" must be <= 3600/);
+    expect(problemWith({ seconds: 5, interval: 0.01 })).toMatch(/"interval" must be >= 0.1/);
+    expect(problemWith({ seconds: 5, every: 1 })).toMatch(/unexpected argument "every"/);
 
     jest.useFakeTimers();
-    const events = lastValueFrom(registry.stream('countdown', { seconds: 2 }).pipe(toArray()));
+    const updates: unknown[] = [];
+    const outcome = registry.run(registry.prepare('countdown', { seconds: 2 }), {}, { onPartial: (update) => updates.push(update) });
     await jest.advanceTimersByTimeAsync(2001);
-    expect((await events).map((event) => (event.type === 'partial' ? event.value : event.outcome))).toEqual([
+    await expect(outcome).resolves.toMatchObject({ ok: true, value: expect.objectContaining({ remaining_s: 0, done: true }) });
+    expect(updates).toEqual([
       expect.objectContaining({ remaining_s: 2, done: false }),
       expect.objectContaining({ remaining_s: 1, done: false }),
-      expect.objectContaining({ ok: true, value: expect.objectContaining({ remaining_s: 0, done: true }) }),
     ]);
     await moduleRef.close();
   });

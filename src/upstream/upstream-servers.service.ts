@@ -2,8 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { GATEWAY_VERSION } from '../core/version';
-import type { HealthReport } from '../health/health.service';
-import { UpstreamConnection } from './upstream-connection';
+import { UpstreamConnection, UpstreamStatus } from './upstream-connection';
 import { UPSTREAM_SERVERS } from './upstream.constants';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 
@@ -47,10 +46,8 @@ export class UpstreamServersService implements OnApplicationBootstrap, OnApplica
     await Promise.all(this.connections.map((connection) => connection.stop()));
   }
 
-  /** For `/health`: `up` when every enabled upstream is connected, `degraded` otherwise (never critical). */
-  report(): HealthReport {
-    const servers = Object.fromEntries(this.connections.map((connection) => [connection.server.name, connection.status()]));
-    const waiting = Object.values(servers).some((status) => status.state !== 'connected' && status.state !== 'disabled');
-    return { state: waiting ? 'degraded' : 'up', servers };
+  /** Each upstream's status, by name (for `/health` and the metrics). */
+  statuses(): Record<string, UpstreamStatus> {
+    return Object.fromEntries(this.connections.map((connection) => [connection.server.name, connection.status()]));
   }
 }

@@ -1,10 +1,11 @@
-import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { Logger, Module, OnModuleInit } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { HealthModule } from '../health/health.module';
-import { HealthService } from '../health/health.service';
+import { HealthChecks } from '../health/health-checks';
 import { UPSTREAM_SERVERS } from './upstream.constants';
 import { readMcpServersFile } from './upstream-servers.config';
 import { UpstreamServersService } from './upstream-servers.service';
+import { UpstreamHealthIndicator } from './upstream.health';
 
 /**
  * Upstream MCP servers as a tool provider: the servers of `MCP_SERVERS_FILE` join the catalogue,
@@ -28,19 +29,19 @@ import { UpstreamServersService } from './upstream-servers.service';
       },
     },
     UpstreamServersService,
+    UpstreamHealthIndicator,
   ],
   exports: [UpstreamServersService],
 })
 export class UpstreamModule implements OnModuleInit {
   constructor(
-    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    private readonly health: HealthService,
+    private readonly checks: HealthChecks,
     private readonly upstreams: UpstreamServersService,
+    private readonly health: UpstreamHealthIndicator,
   ) {}
 
   onModuleInit(): void {
-    if (this.config.mcp.upstream.serversFile !== undefined && this.upstreams.size > 0) {
-      this.health.register('mcp_upstreams', { critical: false, check: () => this.upstreams.report() });
-    }
+    this.checks.add('mcp_upstreams', () => this.health.connected(), ['ready']);
+    if (this.upstreams.size > 0) this.checks.add('mcp_upstreams', () => this.health.report());
   }
 }

@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { httpStatusOf } from '../core/errors/describe-exception';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { httpArgumentsOf } from './http-arguments';
 import { STREAM_PARAMETER_PROBLEM, streamParameter } from './request-endpoint';
@@ -42,17 +43,10 @@ export class UtcpToolController {
     if (!this.utcp.serves(toolName, request.principal)) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
     const args = httpArgumentsOf(request);
 
-    const caller = new AbortController();
-    response.once('close', () => {
-      if (!response.writableFinished) caller.abort(new DOMException('The client went away', 'AbortError'));
-    });
+    const scope = ToolCallScope.ofRequest('utcp', request, response);
     const stream = streaming ? new ToolEventStream(response, this.config.connections.maxBufferedBytes) : undefined;
-    const outcome = await this.utcp.callOverHttp(toolName, args, {
-      principal: request.principal,
-      signal: caller.signal,
-      onPartial: stream && ((value) => stream.result(value)),
-    });
-    if (caller.signal.aborted) return;
+    const outcome = await this.utcp.call(scope, toolName, args, stream && ((value) => stream.result(value)));
+    if (scope.signal?.aborted) return;
     if (stream?.started) {
       if (outcome.ok) stream.result(resultOf(outcome));
       else stream.failure(errorOf(outcome));

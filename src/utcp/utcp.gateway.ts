@@ -1,14 +1,14 @@
 import { DeferrableBearerAuthGuard } from '../core/auth/deferrable-bearer-auth.guard';
 import { thenMaybe } from '../core/maybe-promise';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../core/ws/connection';
 import { OnFrame } from '../core/ws/on-frame.decorator';
-import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import { ProtocolGateway, ProtocolGatewayHooks, WS_AUTH_DEADLINE } from '../core/ws/protocol-gateway.decorator';
 import { callFrameSchema, discoverFrameSchema, UtcpAuthFrame, UtcpCallFrame, UtcpDiscoverFrame } from './dto/utcp.dto';
 import { UtcpEndpointGuard } from './utcp-endpoint.guard';
 import { answerUtcpFailure } from './utcp.errors';
 import { authOkFrame, callAnswerFrame, discoveryResponseFrame, partialResultFrame, requestIdOf, UtcpManual, UtcpServerFrame } from './utcp.frames';
 import { UtcpService } from './utcp.service';
-import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-limit.guard';
 
 /**
  * The UTCP WebSocket provider at `/utcp`: UTCP 0.1 `call` frames answered by `result` frames
@@ -22,9 +22,9 @@ import { ProtocolConnectionLimitGuard } from '../core/ws/protocol-connection-lim
 @ProtocolGateway({
   protocol: 'utcp',
   path: '/utcp',
-  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard, ProtocolConnectionLimitGuard],
+  upgradeGuards: [DeferrableBearerAuthGuard, UtcpEndpointGuard],
   oversizedFrames: 'answer',
-  authByMessage: true,
+  authByMessage: WS_AUTH_DEADLINE,
 })
 export class UtcpGateway implements ProtocolGatewayHooks {
   constructor(
@@ -36,7 +36,7 @@ export class UtcpGateway implements ProtocolGatewayHooks {
   @OnFrame('call', { schema: callFrameSchema })
   call(frame: UtcpCallFrame, connection: GatewayConnection) {
     let streamed = false;
-    const outcome = this.utcp.call(connection, frame.tool, frame.params, (value) => {
+    const outcome = this.utcp.call(ToolCallScope.ofConnection(connection), frame.tool, frame.params, (value) => {
       streamed = true;
       connection.send(partialResultFrame(frame.id, value));
     });

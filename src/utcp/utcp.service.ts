@@ -2,11 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { RateLimitService } from '../core/limits/rate-limit.service';
 import { MaybePromise } from '../core/maybe-promise';
+import { ToolCallService } from '../core/tools/tool-call.service';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
-import type { FrameConnection } from '../core/ws/connection';
 import { queryParameter } from '../core/http/query-parameter';
 import {
   CALL_TEMPLATE_PARAMETER_PROBLEM,
@@ -28,7 +28,7 @@ export class UtcpService {
   constructor(
     private readonly registry: ToolRegistryService,
     private readonly tokens: AccessTokenService,
-    private readonly limits: RateLimitService,
+    private readonly toolCalls: ToolCallService,
   ) {}
 
   /**
@@ -57,29 +57,12 @@ export class UtcpService {
   }
 
   /**
-   * Calls a tool for `connection`: each partial result to `onPartial`, then the outcome (at once
-   * when the tool answered at once). The call stops when the connection closes. A call over the
+   * Calls a tool within `scope` (a connection's, or an HTTP request's): each partial result to
+   * `onPartial`, then the outcome (at once when the tool answered at once). A call over the
    * token's rate limit or the connection's calls in flight throws (or rejects with)
    * `RateLimitedError` or `TooManyCallsError`.
    */
-  call(connection: FrameConnection, toolName: string, args: unknown, onPartial?: (value: unknown) => void): MaybePromise<ToolOutcome> {
-    const run = () =>
-      this.registry.invoke(toolName, args, { principal: connection.principal, connectionId: connection.id, signal: connection.signal, onPartial, protocol: 'utcp' });
-    return this.limits.runToolCall(connection.principal, run, connection.callsInFlight);
+  call(scope: ToolCallScope, toolName: string, args: unknown, onPartial?: (value: unknown) => void): MaybePromise<ToolOutcome> {
+    return this.toolCalls.call(scope, toolName, args, onPartial && { onPartial });
   }
-
-  /**
-   * Calls a tool for an HTTP request (`POST /utcp/<tool>`), which has no connection: the caller
-   * is `principal`, and `signal` stops the call when the client goes away.
-   */
-  callOverHttp(toolName: string, args: unknown, options: HttpToolCall): MaybePromise<ToolOutcome> {
-    return this.limits.runToolCall(options.principal, () => this.registry.invoke(toolName, args, { ...options, protocol: 'utcp' }));
-  }
-}
-
-/** Who calls over HTTP, what stops the call, and where partial results go. */
-export interface HttpToolCall {
-  principal?: string;
-  signal: AbortSignal;
-  onPartial?: (value: unknown) => void;
 }

@@ -21,7 +21,7 @@ export function serversFile(servers: Record<string, unknown>): { path: string; r
 /** One upstream as `/health` reports it. */
 export async function upstreamStatus(gateway: RunningGateway, name: string): Promise<any> {
   const health: any = await (await fetch(gateway.http('/health'))).json();
-  return health.checks.mcp_upstreams?.servers[name];
+  return health.details.mcp_upstreams?.servers[name];
 }
 
 /** Polls `condition` every 50 ms until it holds; fails after `timeoutMs`. */

@@ -36,10 +36,6 @@ export interface CompletionRequest {
   temperature: number;
   maxTokens: number;
   signal?: AbortSignal;
-  /** Each piece of the answer's text as the model writes it (raw: reasoning blocks and markup not yet removed). */
-  onText?: (delta: string) => void;
-  /** A model call is over (its text is complete), with how long it took. */
-  onReplyEnd?: (durationMs: number) => void;
 }
 
 /** One tool call's result, as the model will read it. */
@@ -49,19 +45,31 @@ export interface ToolResultMessage {
 }
 
 export interface ConversationRequest extends Omit<CompletionRequest, 'messages'> {
-  /** The system prompt, asked for before every model call (a tool may change the settings mid-turn); cheap when nothing changed. */
-  systemPrompt: () => string | Promise<string>;
+  systemPrompt: string;
   /** History and the user's message, without the system message. */
   messages: LlmMessage[];
-  /** Runs one round of the model's tool calls (concurrently) and returns their results. */
-  runTools: (calls: LlmToolCall[], signal?: AbortSignal) => Promise<ToolResultMessage[]>;
 }
 
-export interface ConversationResult {
-  answer: string;
-  /** Model calls made, tool rounds included. */
-  rounds: number;
+/**
+ * The model asked for tools: the conversation waits, at this event, until the caller has run
+ * them and answered with {@link continueWith}.
+ */
+export interface ToolRound {
+  type: 'tool-round';
+  calls: LlmToolCall[];
+  /** The round's results, in any order; and the system prompt from now on, when a tool changed what it says. */
+  continueWith(results: ToolResultMessage[], systemPrompt?: string): void;
 }
+
+/** What a conversation with the model is made of, in the order it happens. */
+export type ConversationEvent =
+  /** A piece of a reply's text as the model writes it (raw: reasoning blocks and markup not yet removed). */
+  | { type: 'text'; delta: string }
+  /** A model call is over (its text is complete), and how long it took. */
+  | { type: 'reply-end'; durationMs: number }
+  | ToolRound
+  /** The model's answer, reasoning and leaked tool-call markup removed; the last event. */
+  | { type: 'answer'; text: string; rounds: number };
 
 /**
  * The model behind the gateway: any OpenAI-compatible server (vLLM, Ollama, OpenAI...) through
@@ -108,30 +116,60 @@ export class LlmService {
   }
 
   /**
-   * One model call, streamed (`stream: true`) so its text can be spoken as it comes: the chunks
-   * are read as they arrive, text passed to `onText`, tool-call deltas put together by index.
-   * Reasoning (`reasoning_content`, `reasoning`) is never part of the answer; a reply that has
-   * reasoning but no answer and no tool call is the model's failure, not an empty answer.
+   * The conversation of one turn, as events: each model call streamed (`stream: true`), its text
+   * as it comes; the tool calls it makes, one round at a time, each round's results fed back by
+   * the caller; until the model answers. The last of `LLM_MAX_TOOL_ROUNDS` calls offers no tools,
+   * so the model has to answer. Reasoning (`reasoning_content`, `reasoning`) is never part of the
+   * answer; a reply that has reasoning but no answer and no tool call is the model's failure.
+   * Stopping early (the caller's signal, or leaving the loop) ends the model request.
    */
-  complete(request: CompletionRequest): Promise<LlmReply> {
-    const span = this.tracing?.startModelCall(request.tools.length);
-    if (!span) return this.request(request);
-    return this.request(request).then(
-      (reply) => {
-        span.setAttribute('gateway.llm.tool_calls', reply.toolCalls.length);
-        endSpan(span);
-        return reply;
-      },
-      (error: unknown) => {
-        if (error instanceof GatewayError) endSpan(span, error.code, { code: error.code, message: error.details ?? error.message });
-        else endSpan(span, 'cancelled');
-        throw error;
-      },
-    );
+  async *converse(request: ConversationRequest): AsyncGenerator<ConversationEvent, void, undefined> {
+    const { maxToolRounds } = this.config.llm;
+    const transcript = [...request.messages];
+    let systemPrompt = request.systemPrompt;
+    for (let round = 1; ; round += 1) {
+      const last = round >= maxToolRounds;
+      const reply = yield* this.reply({ ...request, messages: [{ role: 'system', content: systemPrompt }, ...transcript], tools: last ? [] : request.tools });
+      if (reply.toolCalls.length === 0 || last) {
+        yield { type: 'answer', text: reply.content, rounds: round };
+        return;
+      }
+      transcript.push({
+        role: 'assistant',
+        content: reply.content || null,
+        tool_calls: reply.toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })),
+      });
+      let results: ToolResultMessage[] | undefined;
+      yield {
+        type: 'tool-round',
+        calls: reply.toolCalls,
+        continueWith: (answered, changedPrompt) => {
+          results = answered;
+          systemPrompt = changedPrompt ?? systemPrompt;
+        },
+      };
+      if (!results) throw new Error('A tool round was left without its results');
+      for (const result of results) transcript.push({ role: 'tool', tool_call_id: result.callId, content: result.content });
+    }
   }
 
-  /** {@link complete}, untraced. */
-  private async request(request: CompletionRequest): Promise<LlmReply> {
+  /** One model call, traced: its text events, then its `reply-end`; returns the reply. */
+  private async *reply(request: CompletionRequest): AsyncGenerator<ConversationEvent, LlmReply, undefined> {
+    const span = this.tracing?.startModelCall(request.tools.length);
+    try {
+      const reply = yield* this.stream(request);
+      span?.setAttribute('gateway.llm.tool_calls', reply.toolCalls.length);
+      endSpan(span);
+      return reply;
+    } catch (error) {
+      if (error instanceof GatewayError) endSpan(span, error.code, { code: error.code, message: error.details ?? error.message });
+      else endSpan(span, 'cancelled');
+      throw error;
+    }
+  }
+
+  /** {@link reply}, untraced: the request under `LLM_TIMEOUT`, the chunks read as they arrive, tool-call deltas put together by index. */
+  private async *stream(request: CompletionRequest): AsyncGenerator<ConversationEvent, LlmReply, undefined> {
     const { timeoutMs, model, extraBody } = this.config.llm;
     // One controller per call, aborted by the caller's signal or the deadline (cheaper than AbortSignal.any).
     const abort = new AbortController();
@@ -158,9 +196,12 @@ export class LlmService {
         stream: true,
       };
       const stream = await this.client.chat.completions.create(body, { signal });
-      reply = new ReplyAssembler(request.onText);
-      for await (const chunk of stream) reply.add(chunk);
-      request.onReplyEnd?.(performance.now() - started);
+      reply = new ReplyAssembler();
+      for await (const chunk of stream) {
+        const delta = reply.add(chunk);
+        if (delta) yield { type: 'text', delta };
+      }
+      yield { type: 'reply-end', durationMs: performance.now() - started };
       const finished = reply.finish();
       outcome = 'ok';
       return finished;
@@ -177,38 +218,10 @@ export class LlmService {
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', stop);
+      // A caller that left the conversation early ends the model request with it.
+      if (!signal.aborted) abort.abort();
       const firstTokenAt = reply?.firstTokenAt;
       this.metrics?.modelRequestEnded(outcome, performance.now() - started, firstTokenAt === undefined ? undefined : firstTokenAt - started);
-    }
-  }
-
-  /**
-   * The tool loop: asks the model, runs the tool calls it makes (one round at a time, each
-   * round's calls together), feeds the results back, and repeats until the model answers. The
-   * last of `LLM_MAX_TOOL_ROUNDS` calls offers no tools, so the model has to answer.
-   */
-  async converse(request: ConversationRequest): Promise<ConversationResult> {
-    const { maxToolRounds } = this.config.llm;
-    const transcript = [...request.messages];
-    for (let round = 1; ; round += 1) {
-      const last = round >= maxToolRounds;
-      const reply = await this.complete({
-        ...request,
-        messages: [{ role: 'system', content: await request.systemPrompt() }, ...transcript],
-        tools: last ? [] : request.tools,
-      });
-      if (reply.toolCalls.length === 0 || last) return { answer: reply.content, rounds: round };
-      transcript.push({
-        role: 'assistant',
-        content: reply.content || null,
-        tool_calls: reply.toolCalls.map((call) => ({
-          id: call.id,
-          type: 'function' as const,
-          function: { name: call.name, arguments: call.arguments },
-        })),
-      });
-      const results = await request.runTools(reply.toolCalls, request.signal);
-      for (const result of results) transcript.push({ role: 'tool', tool_call_id: result.callId, content: result.content });
     }
   }
 
@@ -257,17 +270,13 @@ class ReplyAssembler {
   /** When the first piece of the reply came (text, reasoning or a tool call): the model's time to first token. */
   firstTokenAt?: number;
 
-  constructor(private readonly onText?: (delta: string) => void) {}
-
-  add(chunk: ChatCompletionChunk): void {
+  /** Adds a chunk; returns the piece of the answer's text it carried, if any. */
+  add(chunk: ChatCompletionChunk): string | undefined {
     this.chunks += 1;
     const delta = chunk.choices?.[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
-    if (!delta) return;
+    if (!delta) return undefined;
     if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls)) this.firstTokenAt = performance.now();
-    if (delta.content) {
-      this.content += delta.content;
-      this.onText?.(delta.content);
-    }
+    if (delta.content) this.content += delta.content;
     if (delta.reasoning_content || delta.reasoning) this.reasoned = true;
     for (const call of delta.tool_calls ?? []) {
       const slot = (this.calls[call.index] ??= { id: '', name: '', arguments: '' });
@@ -275,6 +284,7 @@ class ReplyAssembler {
       if (call.function?.name) slot.name += call.function.name;
       if (call.function?.arguments) slot.arguments += call.function.arguments;
     }
+    return delta.content || undefined;
   }
 
   /** The reply; LLM_ERROR for a stream without a single chunk (a body that is not an event stream reads as one) or with only reasoning. */

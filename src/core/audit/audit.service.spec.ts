@@ -2,6 +2,7 @@ import { Logger, LoggerService } from '@nestjs/common';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import type { EnvironmentInput } from '../../config/environment';
 import { ToolError } from '../tools/tool-error';
+import type { InvokeOptions } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
 import { AUDIT_VALUE_MAX_CHARS, clipForAudit } from './audit-clip';
 import { AUDIT_LOG_CONTEXT, AuditService } from './audit.service';
@@ -48,6 +49,10 @@ describe('AuditService', () => {
     return audit;
   }
 
+  /** A call as a protocol makes one: prepared as its caller sees the catalogue, then run for it. */
+  const call = (name: string, args: unknown, options: InvokeOptions = {}) =>
+    registry.run(registry.prepare(name, args, options.connectionId, options.principal), options);
+
   beforeEach(() => {
     log = new CapturedLog();
     Logger.overrideLogger(log);
@@ -60,7 +65,7 @@ describe('AuditService', () => {
 
   it('writes one structured line per tool call, under the Audit context, without arguments by default', async () => {
     start();
-    registry.invoke('echo', { text: 'secret words' }, { principal: 'token:0123456789abcdef', protocol: 'mcp', connectionId: 'c1' });
+    call('echo', { text: 'secret words' }, { principal: 'token:0123456789abcdef', protocol: 'mcp', connectionId: 'c1' });
     expect(log.audit).toEqual([
       {
         event: 'tool_call',
@@ -80,9 +85,9 @@ describe('AuditService', () => {
 
   it('writes the failure code of a call that failed later, and of one refused before it ran', async () => {
     start();
-    await registry.invoke('slow_fail', {}, { principal: 'anonymous', protocol: 'utcp', turnId: 't-1' });
-    await registry.invoke('no_such_tool', {}, { principal: 'anonymous', protocol: 'litemcp' });
-    await registry.invoke('echo', { text: 5 }, { protocol: 'llm' });
+    await call('slow_fail', {}, { principal: 'anonymous', protocol: 'utcp', turnId: 't-1' });
+    await call('no_such_tool', {}, { principal: 'anonymous', protocol: 'litemcp' });
+    await call('echo', { text: 5 }, { protocol: 'llm' });
     expect(log.audit.map((line) => [line.tool, line.source, line.protocol, line.token, line.outcome, line.turn_id])).toEqual([
       ['slow_fail', 'mcp:home', 'utcp', 'anonymous', 'TOOL_EXECUTION_FAILED', 't-1'],
       ['no_such_tool', undefined, 'litemcp', 'anonymous', 'TOOL_NOT_FOUND', undefined],
@@ -93,15 +98,15 @@ describe('AuditService', () => {
 
   it('calls made in-process without a protocol are "internal"', async () => {
     start();
-    await registry.invoke('echo', { text: 'x' });
+    await call('echo', { text: 'x' });
     expect(log.audit[0]).toMatchObject({ protocol: 'internal', token: 'none' });
   });
 
   it('with AUDIT_LOG_ARGUMENTS, carries arguments and results, clipped', async () => {
     start({ AUDIT_LOG_ARGUMENTS: 'true' });
     const long = 'x'.repeat(5000);
-    registry.invoke('echo', { text: long }, { protocol: 'mcp' });
-    await registry.invoke('slow_fail', { room: 'kitchen' }, { protocol: 'mcp' });
+    call('echo', { text: long }, { protocol: 'mcp' });
+    await call('slow_fail', { room: 'kitchen' }, { protocol: 'mcp' });
     const [echoed, failed] = log.audit;
     expect(echoed.arguments.length).toBeLessThan(AUDIT_VALUE_MAX_CHARS + 40);
     expect(echoed.arguments).toMatch(/^\{"text":"xxx.*… \[5011 chars\]$/);
@@ -120,7 +125,7 @@ describe('AuditService', () => {
 
   it('writes key=value text when the log format is text', () => {
     start({ CLOUD_LOG_FORMAT: 'text' });
-    registry.invoke('echo', { text: 'a' }, { principal: 'anonymous', protocol: 'mcp' });
+    call('echo', { text: 'a' }, { principal: 'anonymous', protocol: 'mcp' });
     expect(log.audit[0]).toMatch(/^event=tool_call token=anonymous protocol=mcp tool=echo source=module outcome=ok duration_ms=[\d.]+$/);
   });
 
@@ -129,7 +134,7 @@ describe('AuditService', () => {
     ['a log level above INFO', { CLOUD_LOG_LEVEL: 'WARNING' }],
   ])('writes nothing and does not watch calls with %s', (_name, settings: EnvironmentInput) => {
     const audit = start(settings);
-    registry.invoke('echo', { text: 'a' }, { protocol: 'mcp' });
+    call('echo', { text: 'a' }, { protocol: 'mcp' });
     audit.turn({ principal: 'anonymous', turnId: 't', outcome: 'ok', durationMs: 1, toolCalls: 0, input: 'x' });
     expect(audit.enabled).toBe(false);
     expect(log.audit).toEqual([]);

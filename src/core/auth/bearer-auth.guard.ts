@@ -1,6 +1,5 @@
 import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
-import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { AccessTokenService, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
@@ -71,11 +70,5 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   admissionRefusal(principal: string, protocol: string): AdmissionRefusal | undefined {
     const refused = protocolRefusal(this.tokens.grantOf(principal), protocol);
     return refused ? { status: 403, reason: refused } : undefined;
-  }
-
-  /** {@link admissionRefusal} for a connection that authenticates with a frame: thrown in the gateway's error vocabulary. */
-  protected admitByFrame(principal: string, protocol: string): void {
-    const refusal = this.admissionRefusal(principal, protocol);
-    if (refusal) throw new GatewayError(GatewayErrorCode.FORBIDDEN, refusal.reason);
   }
 }

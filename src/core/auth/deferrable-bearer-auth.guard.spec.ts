@@ -3,22 +3,25 @@ import { UpgradeContext, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
 import { DeferrableBearerAuthGuard } from './deferrable-bearer-auth.guard';
+import { MessageAuthenticator } from './message-authenticator';
 
 describe('DeferrableBearerAuthGuard', () => {
-  const guardWith = (tokens: string) =>
-    new DeferrableBearerAuthGuard(new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens })));
+  const guardWith = (tokens: string) => {
+    const access = new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: tokens }));
+    return new DeferrableBearerAuthGuard(access, new MessageAuthenticator(access));
+  };
 
   /** Runs the upgrade check; its context tells who the connection starts as (the principal). */
   const upgrade = (guard: DeferrableBearerAuthGuard, headers: Record<string, string> = {}, url = '/utcp'): UpgradeContext => {
     const request = { headers, url } as UpgradeContext['request'];
-    const context: UpgradeContext = { request, url: new URL(url, 'http://gateway.invalid'), params: {}, protocol: 'utcp', openConnections: 0 };
+    const context: UpgradeContext = { request, url: new URL(url, 'http://gateway.invalid'), params: {}, protocol: 'utcp' };
     guard.canUpgrade(context);
     return context;
   };
 
   /** A connection that came in as the upgrade left it. */
   const connectionAfter = (context: UpgradeContext) => {
-    const connection = { principal: context.principal } as GatewayConnection;
+    const connection = { principal: context.principal, protocol: 'utcp' } as GatewayConnection;
     connection.authenticate = (principal) => void (connection.principal = principal);
     return connection;
   };

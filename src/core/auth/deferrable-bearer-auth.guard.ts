@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { GatewayConnection } from '../ws/connection';
 import type { UpgradeContext } from '../ws/upgrade-guard';
+import { AccessTokenService } from './access-token.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
+import { MessageAuthenticator } from './message-authenticator';
 import { offersCredential } from './bearer-token';
 
 /**
@@ -15,22 +17,24 @@ import { offersCredential } from './bearer-token';
  */
 @Injectable()
 export class DeferrableBearerAuthGuard extends BearerAuthGuard {
+  constructor(
+    tokens: AccessTokenService,
+    private readonly messages: MessageAuthenticator,
+  ) {
+    super(tokens);
+  }
+
   override canUpgrade(context: UpgradeContext): void {
     if (this.tokens.enabled && !offersCredential(context.request)) return;
     super.canUpgrade(context);
   }
 
-  /** An auth frame's token: authenticates `connection`, or throws UNAUTHORIZED/FORBIDDEN. */
+  /** An auth frame's token (see {@link MessageAuthenticator}): authenticates `connection`, or throws UNAUTHORIZED/FORBIDDEN. */
   authenticate(connection: GatewayConnection, token: unknown): void {
     if (typeof token !== 'string' || token === '') {
       throw new GatewayError(GatewayErrorCode.UNAUTHORIZED, 'An auth frame needs a token: {"type":"auth","token":"<token>"}');
     }
-    const result = this.tokens.authenticate(token, this.realm);
-    if (!result.ok) {
-      throw new GatewayError(result.status === 401 ? GatewayErrorCode.UNAUTHORIZED : GatewayErrorCode.FORBIDDEN, result.reason);
-    }
-    this.admitByFrame(result.principal, connection.protocol);
-    const refusal = connection.authenticate(result.principal);
-    if (refusal !== undefined) throw new GatewayError(GatewayErrorCode.FORBIDDEN, refusal);
+    const result = this.messages.authenticate(connection, token, this.realm);
+    if (!result.ok) throw new GatewayError(result.failure === 'missing' ? GatewayErrorCode.UNAUTHORIZED : GatewayErrorCode.FORBIDDEN, result.reason);
   }
 }

@@ -1,7 +1,7 @@
-import { Injectable, NestMiddleware, Optional } from '@nestjs/common';
+import { Inject, Injectable, NestMiddleware, Optional } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import { MetricsService } from '../../metrics/metrics.service';
+import { CORE_OBSERVER, CoreObserver } from '../observability/core-observer';
 import { boundAddressOf, OriginPolicy } from './origin-policy';
 
 /** Headers a cross-origin page may send: auth, JSON bodies, and MCP Streamable HTTP's own. */
@@ -20,14 +20,14 @@ const EXPOSED_HEADERS = 'Mcp-Session-Id, Mcp-Protocol-Version, Retry-After, WWW-
 export class OriginMiddleware implements NestMiddleware {
   constructor(
     private readonly policy: OriginPolicy,
-    @Optional() private readonly metrics?: MetricsService,
+    @Optional() @Inject(CORE_OBSERVER) private readonly observer?: CoreObserver,
   ) {}
 
   use(request: Request, response: Response, next: NextFunction): void {
     const bound = boundAddressOf(request);
     const refusal = this.policy.refusal(request.headers, bound);
     if (refusal !== undefined) {
-      this.metrics?.refused('origin');
+      this.observer?.refused('origin');
       throw new GatewayError(GatewayErrorCode.FORBIDDEN, refusal);
     }
     const { origin, host } = request.headers;

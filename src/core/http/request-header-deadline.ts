@@ -2,14 +2,9 @@ import { Logger } from '@nestjs/common';
 import type { IncomingMessage, Server } from 'http';
 import type { Socket } from 'net';
 import { Server as TlsServer } from 'tls';
+import type { RequestHeaderLimits } from '../../config/gateway-config';
 import { ThrottledWarning } from '../logging/throttled-warning';
 
-export interface RequestHeaderLimits {
-  /** How long a new connection may take to send its first request's headers (an upgrade included). */
-  timeoutMs: number;
-  /** Connections still sending their first request's headers, all together; more are dropped at once. */
-  maxIncomplete: number;
-}
 
 /**
  * Against slowloris: a connection that never finishes its first request (an HTTP request or a

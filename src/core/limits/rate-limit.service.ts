@@ -2,8 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { AccessTokenService } from '../auth/access-token.service';
 import type { Grant } from '../auth/grant';
-import { isPromise, MaybePromise, thenMaybe } from '../maybe-promise';
-import type { CallsInFlight } from './calls-in-flight';
+import { MaybePromise, thenMaybe } from '../maybe-promise';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import { RateLimitedError } from './rate-limited.error';
 import type { RateDecision, RateLimiter } from './rate-limiter';
@@ -46,19 +45,6 @@ export class RateLimitService implements OnModuleInit, OnApplicationShutdown {
   admitToolCall(principal: string | undefined): MaybePromise<void> {
     const grant = this.tokens.grantOf(principal);
     return this.admit(grant, 'tool calls', grant.toolCallsPerMinute);
-  }
-
-  /**
-   * Runs one tool call of `principal` within its token's rate limit and, when the call comes by a
-   * connection, within the connection's {@link CallsInFlight}; at once when nothing has to wait.
-   * A refusal is thrown (or rejected with) as `RateLimitedError` or `TooManyCallsError`.
-   */
-  runToolCall<T>(principal: string | undefined, run: () => MaybePromise<T>, inFlight?: CallsInFlight): MaybePromise<T> {
-    const admitted = (): MaybePromise<T> => {
-      const admission = this.admitToolCall(principal);
-      return isPromise(admission) ? admission.then(run) : run();
-    };
-    return inFlight ? inFlight.run(admitted) : admitted();
   }
 
   private admit(grant: Grant, what: 'turns' | 'tool calls', limit: number | undefined): MaybePromise<void> {

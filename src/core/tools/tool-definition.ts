@@ -84,13 +84,6 @@ export interface ToolFailure {
 /** What a call ends in: never an exception. */
 export type ToolOutcome = ToolSuccess | ToolFailure;
 
-/**
- * What a streamed call reports: each partial result a streaming tool yields, as it comes, then
- * the outcome (whose value is the final result). A tool that does not stream reports only its
- * outcome.
- */
-export type ToolStreamEvent = { type: 'partial'; value: unknown } | { type: 'outcome'; outcome: ToolOutcome };
-
 /** Emitted whenever the catalogue changes, so protocols can tell their clients. */
 export interface ToolCatalogueChange {
   type: 'added' | 'removed';

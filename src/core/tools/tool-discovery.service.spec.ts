@@ -40,7 +40,7 @@ describe('ToolDiscoveryService', () => {
     const registry = moduleRef.get(ToolRegistryService);
     expect(registry.get('greet')).toMatchObject({ source: 'module', description: 'Greets someone' });
     expect(registry.get('get_current_time')).toMatchObject({ source: 'builtin' });
-    await expect(registry.call('greet', { name: 'Ada' })).resolves.toMatchObject({ ok: true, value: 'Hello, Ada!' });
+    expect(registry.run(registry.prepare('greet', { name: 'Ada' }))).toMatchObject({ ok: true, value: 'Hello, Ada!' });
     expect(registry.list().map((t) => t.name)).not.toContain('notATool');
     await moduleRef.close();
   });

@@ -17,17 +17,24 @@ export interface CatalogueEntry {
 /** What the caller of a tool call may tell about it. */
 export type ToolCallOptions = Partial<ToolCallContext>;
 
-/** Filled in by a running call: how a caller that has no signal (a subscriber, a socket) stops it. */
-export interface Cancellation {
-  cancel?: () => void;
-}
-
+/** Who makes a call and by what way: what the handler, the metrics, the audit log and traces learn of it. */
 export interface InvokeOptions extends ToolCallOptions {
   /** The protocol the call came by (`llm`, `mcp`...), for the metrics, the audit log and traces. */
   protocol?: string;
+}
+
+/**
+ * What one caller attaches to one call, apart from who it is (so a caller's
+ * {@link InvokeOptions} can serve every call it makes, unchanged).
+ */
+export interface ToolCallControls {
   /** Each partial result of a streaming tool, as it comes; never called after the outcome. */
   onPartial?: (value: unknown) => void;
-  cancellation?: Cancellation;
+  /**
+   * Filled in while the call runs (it did not answer at once): stops it, for a caller whose
+   * stop is not a signal (an MCP `notifications/cancelled` for one request of a connection).
+   */
+  cancel?: () => void;
 }
 
 /**
@@ -91,7 +98,7 @@ function success(returned: unknown, started: number): ToolSuccess {
 }
 
 /** Checks `args` against the entry's schema: a JSON object of bounded depth, then the schema's rules. */
-export function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
+function checkArguments(entry: CatalogueEntry, args: unknown): string | undefined {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return 'arguments must be a JSON object';
   if (!withinDepth(args, FRAME_MAX_DEPTH)) return `arguments nest deeper than ${FRAME_MAX_DEPTH} levels`;
   return entry.validate(args);
@@ -147,19 +154,14 @@ export class ToolInvoker {
     return { name, entry, args, problem: { code: 'INVALID_TOOL_PARAMETERS', message: `Invalid arguments for tool "${name}": ${problem}` } };
   }
 
-  /** Looks the tool up, checks the arguments and runs it. */
-  invoke(name: string, args: unknown, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
-    return this.run(this.prepare(name, args, options.connectionId, options.principal), options);
-  }
-
   /** Adds a watcher of every call from now on. */
   watch(watcher: ToolCallWatcher): void {
     this.watchers.push(watcher);
   }
 
   /** Runs a prepared call: its outcome at once when the handler answered synchronously. */
-  run(prepared: PreparedToolCall, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
-    const outcome = this.watchers.length === 0 ? this.execute(prepared, options) : this.watched(prepared, options);
+  run(prepared: PreparedToolCall, options: InvokeOptions, controls?: ToolCallControls): MaybePromise<ToolOutcome> {
+    const outcome = this.watchers.length === 0 ? this.execute(prepared, options, controls) : this.watched(prepared, options, controls);
     const observe = this.observe;
     if (!observe) return outcome;
     const tool = prepared.entry?.tool;
@@ -175,7 +177,7 @@ export class ToolInvoker {
   }
 
   /** {@link execute}, told to the watchers; a watcher that throws is logged and does not change the outcome. */
-  private watched(prepared: PreparedToolCall, options: InvokeOptions): MaybePromise<ToolOutcome> {
+  private watched(prepared: PreparedToolCall, options: InvokeOptions, controls: ToolCallControls | undefined): MaybePromise<ToolOutcome> {
     const watches: ToolCallWatch[] = [];
     for (const watcher of this.watchers) {
       try {
@@ -185,7 +187,7 @@ export class ToolInvoker {
         this.logger.error(`A tool call watcher failed: ${(error as Error)?.stack ?? error}`);
       }
     }
-    let run = (): MaybePromise<ToolOutcome> => this.execute(prepared, options);
+    let run = (): MaybePromise<ToolOutcome> => this.execute(prepared, options, controls);
     for (const watch of watches) {
       if (!watch.within) continue;
       const inner = run;
@@ -203,13 +205,13 @@ export class ToolInvoker {
     });
   }
 
-  private execute(prepared: PreparedToolCall, options: InvokeOptions): MaybePromise<ToolOutcome> {
+  private execute(prepared: PreparedToolCall, options: InvokeOptions, controls: ToolCallControls | undefined): MaybePromise<ToolOutcome> {
     const started = performance.now();
     const { entry, problem } = prepared;
     if (problem || !entry) return failure(problem?.code ?? 'TOOL_NOT_FOUND', problem?.message ?? `Unknown tool "${prepared.name}"`, started);
     const { tool } = entry;
     if (options.signal?.aborted) return this.cancelled(tool, started);
-    const call = new RunningCall(tool, options, started, this);
+    const call = new RunningCall(tool, options, controls, started, this);
     let returned: unknown;
     try {
       returned = tool.handler(prepared.args as Record<string, unknown>, call.context);
@@ -261,6 +263,7 @@ class RunningCall implements Expiring {
   constructor(
     private readonly tool: ToolDefinition,
     private readonly options: InvokeOptions,
+    private readonly controls: ToolCallControls | undefined,
     private readonly started: number,
     private readonly invoker: ToolInvoker,
   ) {
@@ -283,7 +286,7 @@ class RunningCall implements Expiring {
       this.sweep = sweep;
       sweep.add(this);
       this.options.signal?.addEventListener('abort', this.cancel, { once: true });
-      if (this.options.cancellation) this.options.cancellation.cancel = this.cancel;
+      if (this.controls) this.controls.cancel = this.cancel;
       const result = isAsyncIterable(returned) ? this.drain(returned) : (returned as Promise<unknown>);
       result.then(
         (value) => this.settle && this.finish(success(value, this.started)),
@@ -323,7 +326,7 @@ class RunningCall implements Expiring {
     this.settle = undefined;
     this.sweep?.delete(this);
     this.options.signal?.removeEventListener('abort', this.cancel);
-    if (this.options.cancellation) this.options.cancellation.cancel = undefined;
+    if (this.controls) this.controls.cancel = undefined;
     settle(outcome);
   }
 
@@ -341,7 +344,7 @@ class RunningCall implements Expiring {
       if (!this.settle) return undefined;
       if (step.done) return step.value !== undefined ? step.value : last;
       last = step.value;
-      this.options.onPartial?.(last);
+      this.controls?.onPartial?.(last);
     }
   }
 }

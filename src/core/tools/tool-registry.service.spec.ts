@@ -1,9 +1,9 @@
-import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import type { ToolCatalogueChange, ToolSpec } from './tool-definition';
+import type { ToolCatalogueChange, ToolOutcome, ToolSpec } from './tool-definition';
 import { ToolContentResult } from './tool-content';
 import { ToolError } from './tool-error';
+import type { InvokeOptions, ToolCallControls } from './tool-invoker';
 import { ToolRegistrationError, ToolRegistryService } from './tool-registry.service';
 
 const echo = (overrides: Partial<ToolSpec> = {}): ToolSpec => ({
@@ -29,6 +29,10 @@ describe('ToolRegistryService', () => {
     registry.onModuleDestroy();
     registry.onApplicationShutdown();
   });
+
+  /** A call prepared as `options` sees the catalogue, then run: the registry's one way to call. */
+  const call = (name: string, args: unknown, options: InvokeOptions = {}, controls?: ToolCallControls) =>
+    Promise.resolve(registry.run(registry.prepare(name, args, options.connectionId, options.principal), options, controls));
 
   describe('registration', () => {
     it('adds a tool with defaults and announces it', () => {
@@ -96,11 +100,26 @@ describe('ToolRegistryService', () => {
   describe('calls', () => {
     it('validates arguments and runs the handler', async () => {
       registry.register(echo());
-      await expect(registry.call('echo', { text: 'hi' })).resolves.toMatchObject({ ok: true, value: 'hi' });
+      await expect(call('echo', { text: 'hi' })).resolves.toMatchObject({ ok: true, value: 'hi' });
+    });
+
+    it('answers a synchronous handler at once, without a promise', () => {
+      registry.register(echo());
+      expect(registry.run(registry.prepare('echo', { text: 'now' }))).toMatchObject({ ok: true, value: 'now' });
+    });
+
+    it('keeps what prepare found wrong for run to report, before any handler runs', () => {
+      const handler = jest.fn();
+      registry.register(echo({ handler }));
+      const prepared = registry.prepare('echo', { text: 1 });
+      expect(prepared.problem).toMatchObject({ code: 'INVALID_TOOL_PARAMETERS', message: expect.stringMatching(/"text" must be string/) });
+      expect(registry.prepare('nope', {}).problem).toMatchObject({ code: 'TOOL_NOT_FOUND' });
+      expect(registry.run(prepared)).toMatchObject({ ok: false, code: 'INVALID_TOOL_PARAMETERS' });
+      expect(handler).not.toHaveBeenCalled();
     });
 
     it('answers an unknown tool without throwing', async () => {
-      await expect(registry.call('nope', {})).resolves.toMatchObject({ ok: false, code: 'TOOL_NOT_FOUND' });
+      await expect(call('nope', {})).resolves.toMatchObject({ ok: false, code: 'TOOL_NOT_FOUND' });
     });
 
     it.each([
@@ -112,7 +131,7 @@ describe('ToolRegistryService', () => {
     ])('refuses arguments %o before the handler runs', async (args, reason) => {
       const handler = jest.fn();
       registry.register(echo({ handler }));
-      const outcome = await registry.call('echo', args);
+      const outcome = await call('echo', args);
       expect(outcome).toMatchObject({ ok: false, code: 'INVALID_TOOL_PARAMETERS' });
       expect(!outcome.ok && outcome.message).toMatch(reason);
       expect(handler).not.toHaveBeenCalled();
@@ -120,39 +139,39 @@ describe('ToolRegistryService', () => {
 
     it('treats missing arguments as an empty object', async () => {
       registry.register(echo({ name: 'noargs', inputSchema: { type: 'object' }, handler: (args) => args }));
-      await expect(registry.call('noargs', undefined)).resolves.toMatchObject({ ok: true, value: {} });
+      await expect(call('noargs', undefined)).resolves.toMatchObject({ ok: true, value: {} });
     });
 
     it('unwraps a ToolContentResult into its blocks, with the structured value or else the text as value', async () => {
       const image = { type: 'image', data: 'iVBOR', mimeType: 'image/png' };
       registry.register(echo({ name: 'picture', handler: () => new ToolContentResult([{ type: 'text', text: 'A dot:' }, image]) }));
       registry.register(echo({ name: 'reading', handler: () => new ToolContentResult([{ type: 'text', text: '21 °C' }], { celsius: 21 }) }));
-      await expect(registry.call('picture', { text: 'x' })).resolves.toEqual({
+      await expect(call('picture', { text: 'x' })).resolves.toEqual({
         ok: true,
         value: 'A dot:\n[image image/png]',
         content: [{ type: 'text', text: 'A dot:' }, image],
         durationMs: expect.any(Number),
       });
-      await expect(registry.call('reading', { text: 'x' })).resolves.toMatchObject({ ok: true, value: { celsius: 21 }, content: [{ text: '21 °C' }] });
+      await expect(call('reading', { text: 'x' })).resolves.toMatchObject({ ok: true, value: { celsius: 21 }, content: [{ text: '21 °C' }] });
     });
 
     it('reports a ToolError\'s message and hides other exceptions', async () => {
       registry.register(echo({ name: 'fails', handler: () => { throw new ToolError('Device offline', { retry: true }); } }));
       registry.register(echo({ name: 'crashes', handler: () => { throw new Error('password=hunter2 at db.internal'); } }));
-      await expect(registry.call('fails', { text: 'x' })).resolves.toMatchObject({
+      await expect(call('fails', { text: 'x' })).resolves.toMatchObject({
         ok: false,
         code: 'TOOL_EXECUTION_FAILED',
         message: 'Device offline',
         details: { retry: true },
       });
-      const crashed = await registry.call('crashes', { text: 'x' });
+      const crashed = await call('crashes', { text: 'x' });
       expect(crashed).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED' });
       expect(JSON.stringify(crashed)).not.toMatch(/hunter2/);
     });
 
     it('passes on a GatewayError with a tool code, such as TOOL_UNAVAILABLE', async () => {
       registry.register(echo({ handler: () => Promise.reject(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, 'Upstream down')) }));
-      await expect(registry.call('echo', { text: 'x' })).resolves.toMatchObject({ ok: false, code: 'TOOL_UNAVAILABLE', message: 'Upstream down' });
+      await expect(call('echo', { text: 'x' })).resolves.toMatchObject({ ok: false, code: 'TOOL_UNAVAILABLE', message: 'Upstream down' });
     });
 
     it('ends a slow call at its time limit and aborts its signal', async () => {
@@ -166,7 +185,7 @@ describe('ToolRegistryService', () => {
           },
         }),
       );
-      const outcome = await registry.call('echo', { text: 'x' });
+      const outcome = await call('echo', { text: 'x' });
       expect(outcome).toMatchObject({ ok: false, code: 'TOOL_TIMEOUT' });
       expect(!outcome.ok && outcome.message).toMatch(/did not finish within 0.05 s/);
       expect(signal?.aborted).toBe(true);
@@ -176,7 +195,7 @@ describe('ToolRegistryService', () => {
     it('stops when the caller cancels', async () => {
       registry.register(echo({ handler: () => new Promise(() => undefined) }));
       const caller = new AbortController();
-      const pending = registry.call('echo', { text: 'x' }, { signal: caller.signal });
+      const pending = call('echo', { text: 'x' }, { signal: caller.signal });
       caller.abort();
       await expect(pending).resolves.toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
     });
@@ -184,7 +203,7 @@ describe('ToolRegistryService', () => {
     it('does not start a call whose caller already gave up', async () => {
       const handler = jest.fn();
       registry.register(echo({ handler }));
-      const outcome = await registry.call('echo', { text: 'x' }, { signal: AbortSignal.abort() });
+      const outcome = await call('echo', { text: 'x' }, { signal: AbortSignal.abort() });
       expect(outcome).toMatchObject({ ok: false, code: 'TOOL_EXECUTION_FAILED', message: expect.stringMatching(/cancelled/) });
       expect(handler).not.toHaveBeenCalled();
     });
@@ -197,7 +216,7 @@ describe('ToolRegistryService', () => {
       };
       registry.register(echo({ name: 'hangs', timeoutMs: 60_000, handler: hangs }));
       await expect(registry.whenNoCallsRunning()).resolves.toBeUndefined();
-      const pending = registry.call('hangs', { text: 'x' });
+      const pending = call('hangs', { text: 'x' });
       let idle = false;
       void registry.whenNoCallsRunning().then(() => (idle = true));
       await new Promise(setImmediate);
@@ -212,14 +231,14 @@ describe('ToolRegistryService', () => {
     it('gives the handler the call context', async () => {
       const handler = jest.fn().mockReturnValue('ok');
       registry.register(echo({ handler }));
-      await registry.call('echo', { text: 'x' }, { principal: 'p', connectionId: 'c', sessionId: 's' });
+      await call('echo', { text: 'x' }, { principal: 'p', connectionId: 'c', sessionId: 's' });
       expect(handler).toHaveBeenCalledWith({ text: 'x' }, expect.objectContaining({ principal: 'p', connectionId: 'c', sessionId: 's' }));
     });
 
     it('calls a client tool only for its own connection', async () => {
       registry.register(echo({ name: 'mine', source: 'client:a' }), 'a');
-      await expect(registry.call('mine', { text: 'x' }, { connectionId: 'a' })).resolves.toMatchObject({ ok: true });
-      await expect(registry.call('mine', { text: 'x' }, { connectionId: 'b' })).resolves.toMatchObject({ code: 'TOOL_NOT_FOUND' });
+      await expect(call('mine', { text: 'x' }, { connectionId: 'a' })).resolves.toMatchObject({ ok: true });
+      await expect(call('mine', { text: 'x' }, { connectionId: 'b' })).resolves.toMatchObject({ code: 'TOOL_NOT_FOUND' });
     });
   });
 
@@ -228,7 +247,13 @@ describe('ToolRegistryService', () => {
     const untilAborted = (signal: AbortSignal) =>
       new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
 
-    const streamOf = (name: string, args: unknown, options = {}) => lastValueFrom(registry.stream(name, args, options).pipe(toArray()));
+    /** What a streaming caller hears: each piece as `onPartial` gets it, then the outcome. */
+    const streamOf = async (name: string, args: unknown, options: InvokeOptions = {}) => {
+      const events: ({ type: 'partial'; value: unknown } | { type: 'outcome'; outcome: ToolOutcome })[] = [];
+      const outcome = await call(name, args, options, { onPartial: (value) => events.push({ type: 'partial', value }) });
+      events.push({ type: 'outcome', outcome });
+      return events;
+    };
 
     it('reports each piece as it comes, then the outcome carrying the returned final result', async () => {
       registry.register(
@@ -248,13 +273,13 @@ describe('ToolRegistryService', () => {
       ]);
     });
 
-    it('answers call() with the final result: the returned value, else the last piece', async () => {
+    it('ends in the final result: the returned value, else the last piece', async () => {
       registry.register(echo({ name: 'returns', async *handler() { yield 1; return 2; } }));
       registry.register(echo({ name: 'yields', async *handler() { yield 1; yield 3; } }));
       registry.register(echo({ name: 'empty', async *handler() {} }));
-      await expect(registry.call('returns', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 2 });
-      await expect(registry.call('yields', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 3 });
-      await expect(registry.call('empty', { text: 'x' })).resolves.toMatchObject({ ok: true, value: undefined });
+      await expect(call('returns', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 2 });
+      await expect(call('yields', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 3 });
+      await expect(call('empty', { text: 'x' })).resolves.toMatchObject({ ok: true, value: undefined });
     });
 
     it('streams any AsyncIterable a handler returns, and reports a plain result as the outcome alone', async () => {
@@ -272,15 +297,6 @@ describe('ToolRegistryService', () => {
       ]);
       expect(started).not.toHaveBeenCalled();
       expect(await streamOf('nope', {})).toEqual([{ type: 'outcome', outcome: expect.objectContaining({ code: 'TOOL_NOT_FOUND' }) }]);
-    });
-
-    it('runs nothing until subscribed', async () => {
-      const handler = jest.fn().mockReturnValue('ok');
-      registry.register(echo({ handler }));
-      const events = registry.stream('echo', { text: 'x' });
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(handler).not.toHaveBeenCalled();
-      await expect(firstValueFrom(events)).resolves.toMatchObject({ type: 'outcome' });
     });
 
     it('ends with a failure after the pieces when the generator throws', async () => {
@@ -329,13 +345,13 @@ describe('ToolRegistryService', () => {
         next: () => new Promise((resolve) => setTimeout(() => resolve({ done: false, value: (pulls += 1) }), 5)),
       };
       registry.register(echo({ name: 'endless', timeoutMs: 30, handler: () => ({ [Symbol.asyncIterator]: () => endless }) }));
-      await expect(registry.call('endless', { text: 'x' })).resolves.toMatchObject({ code: 'TOOL_TIMEOUT' });
+      await expect(call('endless', { text: 'x' })).resolves.toMatchObject({ code: 'TOOL_TIMEOUT' });
       const pullsAtTimeout = pulls;
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(pulls).toBeLessThanOrEqual(pullsAtTimeout + 1);
     });
 
-    it('cancels the call when the subscriber leaves or the caller aborts', async () => {
+    it('stops a call its caller cancels, or whose signal aborts, closing its generator', async () => {
       const finished: string[] = [];
       registry.register(
         echo({
@@ -352,9 +368,12 @@ describe('ToolRegistryService', () => {
         }),
       );
       const pieces: unknown[] = [];
-      const subscription = registry.stream('ticks', { text: 'unsubscribed' }).subscribe((event) => pieces.push(event));
+      const controls: ToolCallControls = { onPartial: (value) => pieces.push(value) };
+      const cancelled = call('ticks', { text: 'cancelled' }, {}, controls);
       await new Promise((resolve) => setTimeout(resolve, 10));
-      subscription.unsubscribe();
+      controls.cancel?.();
+      await expect(cancelled).resolves.toMatchObject({ ok: false, message: expect.stringMatching(/cancelled/) });
+      expect(controls.cancel).toBeUndefined();
 
       const caller = new AbortController();
       const aborted = streamOf('ticks', { text: 'aborted' }, { signal: caller.signal });
@@ -363,8 +382,8 @@ describe('ToolRegistryService', () => {
       expect((await aborted).at(-1)).toEqual({ type: 'outcome', outcome: expect.objectContaining({ message: expect.stringMatching(/cancelled/) }) });
 
       await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(pieces).toEqual([{ type: 'partial', value: 'tick' }]);
-      expect(finished.sort()).toEqual(['aborted', 'unsubscribed']);
+      expect(pieces).toEqual(['tick']);
+      expect(finished.sort()).toEqual(['aborted', 'cancelled']);
     });
   });
 });

@@ -3,20 +3,11 @@ import { Observable, Subject } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { AccessTokenService } from '../auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
-import { MetricsService } from '../../metrics/metrics.service';
-import { MaybePromise, thenMaybe } from '../maybe-promise';
+import { CORE_OBSERVER, CoreObserver } from '../observability/core-observer';
+import type { MaybePromise } from '../maybe-promise';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
-import type { ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec, ToolStreamEvent } from './tool-definition';
-import {
-  CatalogueEntry,
-  Cancellation,
-  checkArguments,
-  InvokeOptions,
-  PreparedToolCall,
-  ToolCallOptions,
-  ToolCallWatcher,
-  ToolInvoker,
-} from './tool-invoker';
+import type { ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec } from './tool-definition';
+import { CatalogueEntry, InvokeOptions, PreparedToolCall, ToolCallControls, ToolCallWatcher, ToolInvoker } from './tool-invoker';
 import { toolNameProblem } from './tool-name';
 
 /** Raised when a tool cannot join the catalogue; the message says why. */
@@ -27,14 +18,14 @@ export class ToolRegistrationError extends GatewayError {
   }
 }
 
-export type { ToolCallOptions } from './tool-invoker';
-
 /**
  * The one catalogue of tools behind every protocol. Shared tools (built-in, `@Tool()` methods,
  * upstream MCP servers) are visible to everyone; client tools belong to one connection and are
- * visible only to it. Calls go through its {@link ToolInvoker}: arguments are validated against
- * the tool's schema before any handler runs, every call has a time limit, and a call always ends
- * in a {@link ToolOutcome}.
+ * visible only to it. A call is {@link prepare}d, then {@link run} by its {@link ToolInvoker}:
+ * arguments are validated against the tool's schema before any handler runs, every call has a
+ * time limit, and a call always ends in a {@link ToolOutcome}. Protocols call through
+ * `ToolCallService`, which adds what a client's call needs around {@link run} (its scope: rate
+ * limit, calls in flight).
  *
  * A caller's `principal` narrows what it sees: a named token of `AUTH_TOKENS_FILE` sees and
  * calls only the shared tools its `tools` patterns match, in every listing and lookup here, so
@@ -54,11 +45,11 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Optional() metrics?: MetricsService,
+    @Optional() @Inject(CORE_OBSERVER) observer?: CoreObserver,
     /** Whose principal sees which tools; without it (a bare registry in a test) everyone sees everything. */
     @Optional() private readonly tokens?: AccessTokenService,
   ) {
-    this.invoker = new ToolInvoker((name, connectionId, principal) => this.entry(name, connectionId, principal), this.logger, metrics?.toolCallEnded);
+    this.invoker = new ToolInvoker((name, connectionId, principal) => this.entry(name, connectionId, principal), this.logger, observer?.toolCallEnded);
   }
 
   /**
@@ -164,68 +155,28 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
   }
 
   /**
-   * Looks the tool up as `options.connectionId` sees it, then runs it. A streaming tool is
-   * drained: the outcome's value is its final result (what it returned, else its last piece).
+   * Looks a call up as `connectionId` and `principal` see the catalogue and checks its arguments,
+   * once: what {@link run} runs, and what a caller that decides something first (the tool is
+   * unknown; it runs on a device) reads. Never throws: a problem is kept for {@link run} to
+   * report as the call's failure.
    */
-  call(name: string, args: unknown, options: ToolCallOptions = {}): Promise<ToolOutcome> {
-    return Promise.resolve(this.invoker.invoke(name, args, options));
-  }
-
-  /**
-   * {@link call} for the protocols' hot paths: the outcome at once when the handler answered
-   * synchronously, a promise otherwise; partial results of a streaming tool go to
-   * `options.onPartial`, and `options.cancellation` is filled with a way to stop the call.
-   */
-  invoke(name: string, args: unknown, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
-    return this.invoker.invoke(name, args, options);
-  }
-
-  /** Looks a call up and checks its arguments once, for a caller that decides something before running it. */
   prepare(name: string, args: unknown, connectionId?: string, principal?: string): PreparedToolCall {
     return this.invoker.prepare(name, args, connectionId, principal);
   }
 
-  /** Runs a call {@link prepare} made, without checking its arguments again. */
-  run(prepared: PreparedToolCall, options: InvokeOptions = {}): MaybePromise<ToolOutcome> {
-    return this.invoker.run(prepared, options);
-  }
-
   /**
-   * {@link call}, reporting each partial result of a streaming tool as it comes, then the
-   * outcome; the same validation, time limit and failures. The call starts on subscription;
-   * unsubscribing cancels it (its signal aborts and its generator is closed), so a protocol
-   * that drops a caller drops the call. Never errors.
+   * Runs a prepared call for the caller `options` describes: its outcome at once when the handler
+   * answered synchronously, a promise otherwise; never throws. `controls.onPartial` hears each
+   * partial result of a streaming tool (the outcome's value is its final result: what it
+   * returned, else its last piece), and `controls.cancel` is filled with a way to stop the call.
    */
-  stream(name: string, args: unknown, options: ToolCallOptions = {}): Observable<ToolStreamEvent> {
-    return new Observable<ToolStreamEvent>((subscriber) => {
-      const cancellation: Cancellation = {};
-      let over = false;
-      const outcome = this.invoker.invoke(name, args, {
-        ...options,
-        cancellation,
-        onPartial: (value) => subscriber.next({ type: 'partial', value }),
-      });
-      void thenMaybe(outcome, (settled) => {
-        over = true;
-        subscriber.next({ type: 'outcome', outcome: settled });
-        subscriber.complete();
-      });
-      return () => {
-        if (!over) cancellation.cancel?.();
-      };
-    });
+  run(prepared: PreparedToolCall, options: InvokeOptions = {}, controls?: ToolCallControls): MaybePromise<ToolOutcome> {
+    return this.invoker.run(prepared, options, controls);
   }
 
   /** Adds a watcher of every tool call from its start, whatever the protocol and the tool's source (the audit log, traces). */
   watch(watcher: ToolCallWatcher): void {
     this.invoker.watch(watcher);
-  }
-
-  /** Checks `args` against the tool's input schema; the readable problem, or `undefined`. */
-  validateArguments(name: string, args: unknown, connectionId?: string, principal?: string): string | undefined {
-    const entry = this.entry(name, connectionId, principal);
-    if (!entry) return `Unknown tool "${name}"`;
-    return checkArguments(entry, args);
   }
 
   onModuleDestroy(): void {

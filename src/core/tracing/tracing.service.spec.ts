@@ -2,6 +2,7 @@ import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { ToolError } from '../tools/tool-error';
+import type { InvokeOptions } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
 import { activeTraceMeta, runInTraceContext, traceContextOf } from './trace-context';
 import { TracingService } from './tracing.service';
@@ -44,6 +45,10 @@ describe('TracingService', () => {
     tracing.onModuleInit();
   }
 
+  /** A call as a protocol makes one: prepared as its caller sees the catalogue, then run for it. */
+  const call = (name: string, args: unknown, options: InvokeOptions = {}) =>
+    registry.run(registry.prepare(name, args, options.connectionId, options.principal), options);
+
   const spans = async (): Promise<ReadableSpan[]> => {
     await tracing.flush();
     return exporter.getFinishedSpans();
@@ -58,7 +63,7 @@ describe('TracingService', () => {
   it('makes a tool call a child of the client span and hands its own span on to what the handler calls', async () => {
     start();
     const parent = traceContextOf({ traceparent });
-    await runInTraceContext(parent, () => registry.invoke('upstream_lamp', {}, { protocol: 'mcp', principal: 'token:0123456789abcdef' }));
+    await runInTraceContext(parent, () => call('upstream_lamp', {}, { protocol: 'mcp', principal: 'token:0123456789abcdef' }));
     const [span] = await spans();
     expect(span.name).toBe('execute_tool upstream_lamp');
     expect(span.spanContext().traceId).toBe(CLIENT_TRACE);
@@ -80,7 +85,7 @@ describe('TracingService', () => {
     await tracing.within(turn, async () => {
       const model = tracing.startModelCall(3);
       model?.end();
-      await registry.invoke('broken', {}, { protocol: 'llm', turnId: 't-1' });
+      await call('broken', {}, { protocol: 'llm', turnId: 't-1' });
     });
     turn?.end();
     const byName = new Map((await spans()).map((span) => [span.name, span]));
@@ -103,7 +108,7 @@ describe('TracingService', () => {
     expect(tracing.startModelCall(0)).toBeUndefined();
     const watchers = (registry as unknown as { invoker: { watchers: unknown[] } }).invoker.watchers;
     expect(watchers).toEqual([]);
-    await registry.invoke('upstream_lamp', {});
+    await call('upstream_lamp', {});
     expect(metaSeen).toBeUndefined();
   });
 });

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'http';
 import { WebSocket } from 'ws';
 import { CallsInFlight } from '../limits/calls-in-flight';
 import { Heartbeat } from './heartbeat';
+import type { SerialOptions } from './protocol-gateway.decorator';
 import { SerialQueue } from './serial-queue';
 
 /** How long a closing socket gets to finish the close handshake before it is cut. */
@@ -41,6 +42,8 @@ export interface ConnectionOrigin {
   maxBufferedBytes?: number;
   /** Tool calls the connection may have running at once. */
   maxCallsInFlight?: number;
+  /** The route's serial queue: its bound, and what happens past it. */
+  serial?: SerialOptions;
   /**
    * Counts a principal settled by an auth frame against the caps; returns why it is refused.
    * Without one, {@link GatewayConnection.authenticate} only records the principal.
@@ -68,8 +71,14 @@ export interface FrameConnection<State = unknown> {
   readonly callsInFlight?: CallsInFlight;
   /** Sends one frame (an object as JSON, a string as it is); false when it could not be sent. */
   send(frame: unknown): boolean;
-  /** A frame arrived (a sign of life). */
-  markAlive(): void;
+  /** The connection's serial queue, where the handlers marked `serial` run (see the route's `serial` option); a transport that serves one request at a time has none. */
+  queue?(): SerialQueue;
+  /** Whether frames can still be sent; a transport that cannot tell leaves it out. */
+  readonly isOpen?: boolean;
+  /** Runs `hook` when the connection closes; the function returned takes it back. */
+  onClose?(hook: () => void): () => void;
+  /** Writes what is sent until the current tick ends in one go. */
+  batchThisTick?(): void;
 }
 
 /**
@@ -97,8 +106,9 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   private abort?: AbortController;
   private readonly closeHooks = new Set<() => void>();
   private closed = false;
-  private pongsCount = false;
+  private batching = false;
   private readonly maxBufferedBytes: number;
+  private readonly serialOptions?: SerialOptions;
   private readonly admit?: ConnectionOrigin['admit'];
 
   constructor(
@@ -114,6 +124,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.maxBufferedBytes = origin.maxBufferedBytes ?? Infinity;
     this.callsInFlight = new CallsInFlight(origin.maxCallsInFlight ?? Infinity);
     this.admit = origin.admit;
+    this.serialOptions = origin.serial;
     socket.once('close', () => this.dispose());
   }
 
@@ -145,11 +156,20 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   }
 
   /**
-   * The connection's serial queue: its tasks run one at a time in arrival order, at most
-   * `maxWaiting` waiting (fixed by the first caller).
+   * The connection's serial queue: its tasks run one at a time in arrival order, bounded as the
+   * route's `serial` option says. With `whenFull: 'pause'`, past the bound the socket is not read
+   * until half of the waiting tasks are served: TCP then holds the client back, and nothing is
+   * refused out of turn.
    */
-  queue(maxWaiting?: number): SerialQueue {
-    return (this.serial ??= new SerialQueue(maxWaiting));
+  queue(): SerialQueue {
+    if (this.serial) return this.serial;
+    const { maxWaiting, whenFull } = this.serialOptions ?? { maxWaiting: Number.POSITIVE_INFINITY, whenFull: 'refuse' };
+    if (whenFull === 'refuse') return (this.serial = new SerialQueue(maxWaiting));
+    const queue: SerialQueue = new SerialQueue(Number.POSITIVE_INFINITY, {
+      added: () => queue.size > maxWaiting && this.pauseReading(),
+      settled: () => queue.size <= maxWaiting / 2 && this.resumeReading(),
+    });
+    return (this.serial = queue);
   }
 
   /**
@@ -169,18 +189,21 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   }
 
   /**
-   * Sends frames that are ready together in one write to the network, not one each: a turn's
-   * answer and its `idle`. Relies on `ws` writing through its socket (`_socket`), which it has
-   * always done; without one, the frames go one by one.
+   * Holds what is sent from now until the current tick ends, and writes it to the network in one
+   * go: a turn's answer and its `idle`, or anything an Observable answer emits at once. Relies on
+   * `ws` writing through its socket (`_socket`), which it has always done; without one, frames
+   * go as they are sent.
    */
-  sendTogether(...frames: unknown[]): void {
+  batchThisTick(): void {
+    if (this.batching) return;
     const socket = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-    socket?.cork();
-    try {
-      for (const frame of frames) this.send(frame);
-    } finally {
-      socket?.uncork();
-    }
+    if (!socket) return;
+    this.batching = true;
+    socket.cork();
+    process.nextTick(() => {
+      this.batching = false;
+      socket.uncork();
+    });
   }
 
   /**
@@ -197,9 +220,17 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     if (this.socket.isPaused) this.socket.resume();
   }
 
-  /** Starts the keep-alive; every frame received and every pong counts as a sign of life. */
+  /**
+   * Starts the keep-alive (again, with new options, if it runs); every frame received and every
+   * pong counts as a sign of life, heard off the socket itself, so no frame handler has to say so.
+   */
   keepAlive(options: KeepAliveOptions): void {
     if (this.closed) return;
+    if (!this.heartbeat) {
+      const alive = () => this.heartbeat?.alive();
+      this.socket.on('message', alive);
+      this.socket.on('pong', alive);
+    }
     this.heartbeat?.stop();
     this.heartbeat = new Heartbeat({
       intervalMs: options.intervalMs,
@@ -207,15 +238,6 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
       ping: options.ping ?? (() => this.socket.readyState === WebSocket.OPEN && this.socket.ping()),
       onTimeout: options.onTimeout ?? (() => this.close(HEARTBEAT_CLOSE.code, HEARTBEAT_CLOSE.reason)),
     });
-    if (!options.ping && !this.pongsCount) {
-      this.pongsCount = true;
-      this.socket.on('pong', () => this.markAlive());
-    }
-  }
-
-  /** A frame or a pong arrived. */
-  markAlive(): void {
-    this.heartbeat?.alive();
   }
 
   /** Runs `hook` once, when the connection closes (at once if it has); the function returned takes it back. */

@@ -1,3 +1,5 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, UseInterceptors } from '@nestjs/common';
+import { interval, map, Observable, take } from 'rxjs';
 import type { FrameConnection } from './connection';
 import { FrameDispatcher } from './frame-dispatcher';
 import { FrameEvent } from './frame-parser';
@@ -58,7 +60,6 @@ function connect(options: { principal?: string; subprotocol?: string } = {}) {
     principal: 'principal' in options ? options.principal : 'tester',
     state: undefined,
     send: (frame: unknown) => sent.push(frame) > 0,
-    markAlive: jest.fn(),
   } as FrameConnection;
   return { connection, sent };
 }
@@ -70,7 +71,6 @@ describe('FrameDispatcher', () => {
     const { connection, sent } = connect();
     dispatcher.dispatch(connection, '{"type":"echo","text":"hi"}');
     expect(sent).toEqual([{ echoed: 'hi' }]);
-    expect(connection.markAlive).toHaveBeenCalled();
   });
 
   it('sends a later answer when it comes, and tells when it was sent', async () => {
@@ -141,5 +141,129 @@ describe('FrameDispatcher', () => {
       onFrameError(): void {}
     }
     expect(() => new FrameDispatcher(new Twice())).toThrow(/handles "a" twice/);
+  });
+
+  describe('Nest interceptors a handler or its class declares', () => {
+    /** Stamps every answer with who saw it on the way out, and what the handler was. */
+    @Injectable()
+    class Stamp implements NestInterceptor {
+      constructor(private readonly mark: string) {}
+      intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+        const { type } = context.switchToWs().getData<{ type: string }>();
+        const client = context.switchToWs().getClient<FrameConnection>();
+        return next.handle().pipe(map((answer) => ({ ...(answer as object), [this.mark]: `${type}@${client.id}:${context.getHandler().name}` })));
+      }
+    }
+    class Outer extends Stamp {
+      constructor() {
+        super('outer');
+      }
+    }
+    class Inner extends Stamp {
+      constructor() {
+        super('inner');
+      }
+    }
+
+    @UseInterceptors(Outer)
+    class Intercepted implements ProtocolGatewayHooks {
+      @OnFrame('plain')
+      plain() {
+        return { plain: true };
+      }
+
+      @OnFrame('own')
+      @UseInterceptors(Inner)
+      own() {
+        return Promise.resolve({ own: true });
+      }
+
+      /** A stream of answers, each sent as it comes. */
+      @OnFrame('ticks')
+      ticks() {
+        return interval(1).pipe(
+          take(3),
+          map((tick) => ({ tick })),
+        );
+      }
+
+      @OnFrame('fails')
+      @UseInterceptors(Inner)
+      fails() {
+        throw new Error('inside');
+      }
+
+      onFrameError(error: unknown) {
+        return { error: (error as Error).message };
+      }
+    }
+
+    const intercepted = new FrameDispatcher(new Intercepted(), undefined, undefined, (type) => new type());
+
+    it('runs the class\'s interceptors around every handler and a handler\'s own inside them, with the frame and the connection', async () => {
+      const { connection, sent } = connect();
+      await intercepted.dispatch(connection, '{"type":"plain"}');
+      await intercepted.dispatch(connection, '{"type":"own"}');
+      expect(sent).toEqual([
+        { plain: true, outer: 'plain@c1:plain' },
+        { own: true, inner: 'own@c1:own', outer: 'own@c1:own' },
+      ]);
+    });
+
+    it('sends each frame of an Observable answer as it comes', async () => {
+      const { connection, sent } = connect();
+      await intercepted.dispatch(connection, '{"type":"ticks"}');
+      expect(sent).toEqual([0, 1, 2].map((tick) => ({ tick, outer: 'ticks@c1:ticks' })));
+    });
+
+    it('hands what a handler throws under interceptors to the error mapping', async () => {
+      const { connection, sent } = connect();
+      await intercepted.dispatch(connection, '{"type":"fails"}');
+      expect(sent).toEqual([{ error: 'inside' }]);
+    });
+  });
+
+  describe('serial handlers', () => {
+    class Serial implements ProtocolGatewayHooks {
+      readonly order: string[] = [];
+
+      @OnFrame('slow', { serial: true })
+      async slow(frame: { n: number }) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        this.order.push(`slow ${frame.n}`);
+        return { slow: frame.n };
+      }
+
+      @OnFrame('fast', { serial: true })
+      fast(frame: { n: number }) {
+        this.order.push(`fast ${frame.n}`);
+        return { fast: frame.n };
+      }
+
+      @OnFrame('now')
+      now() {
+        this.order.push('now');
+        return { now: true };
+      }
+
+      onFrameError(error: unknown) {
+        return { error: (error as Error).message };
+      }
+    }
+
+    it('runs them one at a time in arrival order, and the others at once', async () => {
+      const gateway = new Serial();
+      const serial = new FrameDispatcher(gateway);
+      const { connection, sent } = connect();
+      const { SerialQueue } = await import('./serial-queue');
+      const queue = new SerialQueue(1);
+      connection.queue = () => queue;
+      const answers = [serial.dispatch(connection, '{"type":"slow","n":1}'), serial.dispatch(connection, '{"type":"fast","n":2}')];
+      serial.dispatch(connection, '{"type":"now"}');
+      serial.dispatch(connection, '{"type":"fast","n":3}');
+      await Promise.all(answers);
+      expect(gateway.order).toEqual(['now', 'slow 1', 'fast 2']);
+      expect(sent).toEqual([{ now: true }, { error: 'Too many requests waiting: at most 1, wait for the answers' }, { slow: 1 }, { fast: 2 }]);
+    });
   });
 });

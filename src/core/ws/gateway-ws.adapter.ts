@@ -1,9 +1,9 @@
-import { INestApplicationContext, Logger, Type } from '@nestjs/common';
+import { INestApplicationContext, Logger, NestInterceptor, Type } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { Server as HttpServer } from 'http';
 import { WebSocketServer } from 'ws';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { MetricsService } from '../../metrics/metrics.service';
+import { CORE_OBSERVER, CoreObserver } from '../observability/core-observer';
 import { AccessTokenService } from '../auth/access-token.service';
 import { optionalProvider } from '../optional-provider';
 import { OriginPolicy } from '../http/origin-policy';
@@ -11,8 +11,8 @@ import { DrainService } from '../lifecycle/drain.service';
 import type { TokenQuota } from './connection-caps';
 import { ConnectionRegistry } from './connection-registry';
 import { FrameDispatcher } from './frame-dispatcher';
-import { OVERSIZED_FRAME_CEILING, ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
-import type { UpgradeGuard } from './upgrade-guard';
+import { OVERSIZED_FRAME_CEILING, PER_PROTOCOL_CAP, ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
+import { UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
 import { compilePatterns, UpgradeRouter } from './upgrade-router';
 
 /** Close code sent to clients when the server goes away (RFC 6455 "going away"). */
@@ -51,13 +51,22 @@ export class GatewayWsAdapter extends WsAdapter {
     });
     server.on('error', (error) => this.logger.error(error));
     const gateway = this.resolve<ProtocolGatewayHooks>(route.gateway, 'gateway');
+    const routeOptions = route as ProtocolRouteOptions;
+    const cap = routeOptions.connectionCap ?? PER_PROTOCOL_CAP;
+    const capLimit = cap.limit(config);
+    const capMessage = `Too many ${cap.label ?? routeOptions.protocol} connections: at most ${capLimit} (${cap.setting})`;
     this.routerFor().add({
-      options: route as ProtocolRouteOptions,
-      patterns: compilePatterns([route.path, ...(route.aliases ?? [])]),
+      options: routeOptions,
+      patterns: compilePatterns([routeOptions.path, ...(routeOptions.aliases ?? [])]),
       server,
-      guards: (route.upgradeGuards ?? []).map((guard) => this.resolve<UpgradeGuard>(guard, 'upgrade guard')),
+      guards: (routeOptions.upgradeGuards ?? []).map((guard) => this.resolve<UpgradeGuard>(guard, 'upgrade guard')),
       gateway,
-      dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined, this.metrics()?.frameObserver(route.protocol ?? route.path)),
+      dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined, this.observer()?.frameObserver(routeOptions.protocol), (type) =>
+        this.resolve<NestInterceptor>(type, 'interceptor'),
+      ),
+      cap: { limit: capLimit, refusal: new UpgradeRefusedException(cap.status, capMessage, cap.closeCode === undefined ? { 'Retry-After': '1' } : {}, cap.closeCode) },
+      authTimeoutMs: routeOptions.authByMessage?.timeoutMs(config),
+      serial: routeOptions.serial,
     });
     return server;
   }
@@ -127,7 +136,7 @@ export class GatewayWsAdapter extends WsAdapter {
         () => this.closing || drain.isDraining,
         this.app.get(OriginPolicy),
         this.app.get<GatewayConfig>(GATEWAY_CONFIG).connections,
-        this.metrics()?.refused,
+        this.observer()?.refused,
         this.tokenQuotas(),
       );
       if (this.httpServer) this.ensureHttpServerExists(0, this.httpServer);
@@ -145,9 +154,9 @@ export class GatewayWsAdapter extends WsAdapter {
     };
   }
 
-  /** The app's metrics, when it has them (an app built without `GatewayModule` may not). */
-  private metrics(): MetricsService | undefined {
-    return optionalProvider(this.app, MetricsService);
+  /** Who watches the core (the metrics), when the app has one (an app built without `GatewayModule` may not). */
+  private observer(): CoreObserver | undefined {
+    return optionalProvider<CoreObserver>(this.app, CORE_OBSERVER);
   }
 
   private resolve<T>(type: Type<unknown>, role: string): T {

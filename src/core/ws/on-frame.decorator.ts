@@ -8,6 +8,8 @@ export interface FrameHandlerOptions {
   beforeAuth?: boolean;
   /** Serves only connections that agreed on this subprotocol (plain MCP's `mcp`); without, only those that agreed on none. */
   subprotocol?: string;
+  /** Runs after the connection's earlier `serial` frames, one at a time (the route's `serial` option bounds the queue). */
+  serial?: boolean;
 }
 
 export interface FrameHandlerMetadata extends FrameHandlerOptions {

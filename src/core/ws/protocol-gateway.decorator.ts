@@ -1,6 +1,9 @@
-import type { Type } from '@nestjs/common';
+import { NestInterceptor, Type } from '@nestjs/common';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants';
 import { WebSocketGateway } from '@nestjs/websockets';
+import type { GatewayConfig } from '../../config/gateway-config';
 import type { FrameConnection, GatewayConnection } from './connection';
+import { HeartbeatInterceptor } from './heartbeat.interceptor';
 import type { UpgradeGuard } from './upgrade-guard';
 
 /** How a route treats a frame over `CLOUD_MAX_MESSAGE_SIZE`. */
@@ -15,6 +18,50 @@ export type OversizedFrameHandling =
 /** Multiple of the message limit up to which an `answer` route still receives a frame. */
 export const OVERSIZED_FRAME_CEILING = 16;
 
+/**
+ * A protocol's own cap on its connections: the setting it reads, and what a client past it gets
+ * (an HTTP status at the upgrade, or with `closeCode` a socket accepted and closed at once, as
+ * the LLM gateway spec asks).
+ */
+export interface ConnectionCapOptions {
+  /** The setting, named in the refusal. */
+  setting: string;
+  limit(config: GatewayConfig): number;
+  status: 429 | 503;
+  closeCode?: number;
+  /** Names the connections in the refusal: "Too many <label> connections". */
+  label?: string;
+}
+
+/** What routes cap when they declare nothing: `WS_MAX_CONNECTIONS_PER_PROTOCOL`, 503. */
+export const PER_PROTOCOL_CAP: ConnectionCapOptions = {
+  setting: 'WS_MAX_CONNECTIONS_PER_PROTOCOL',
+  limit: (config) => config.connections.perProtocol,
+  status: 503,
+};
+
+/** How a protocol's client that authenticates by a frame after connecting is held to a deadline. */
+export interface AuthByMessageOptions {
+  /** The setting of the deadline, named when it passes. */
+  setting: string;
+  timeoutMs(config: GatewayConfig): number;
+}
+
+/** The UTCP-style deadline, `WS_AUTH_TIMEOUT`. */
+export const WS_AUTH_DEADLINE: AuthByMessageOptions = { setting: 'WS_AUTH_TIMEOUT', timeoutMs: (config) => config.connections.authTimeoutMs };
+
+/**
+ * Frames whose handlers are marked `serial` run one at a time in arrival order, in the
+ * connection's queue: at most `maxWaiting` wait behind the running one, and then either one
+ * more is refused in the protocol's words (`refuse`) or the connection stops being read until
+ * half of them are served (`pause`: for frames without ids, whose answers are paired with
+ * requests by order alone, so a refusal out of turn would be taken for an earlier answer).
+ */
+export interface SerialOptions {
+  maxWaiting: number;
+  whenFull: 'refuse' | 'pause';
+}
+
 export interface ProtocolGatewayOptions {
   /** The protocol's name (`llm`, `mcp`, `litemcp`, `utcp`): connections are counted and limited by it. */
   protocol: string;
@@ -26,11 +73,22 @@ export interface ProtocolGatewayOptions {
   upgradeGuards?: Type<UpgradeGuard>[];
   oversizedFrames?: OversizedFrameHandling;
   /**
-   * Clients may authenticate with a frame after connecting (UTCP): a socket without a principal
-   * is closed if it has not within `WS_AUTH_TIMEOUT`. A gateway with a deadline of its own (the
-   * MCP envelope's) leaves this off.
+   * Keeps a connection's peer alive or drops it: an interceptor of the connection's opening that
+   * starts its keep-alive. {@link HeartbeatInterceptor} by default (WebSocket pings at
+   * `CLOUD_PING_INTERVAL`, closed after `CLOUD_PING_TIMEOUT` of silence); a protocol with a ping
+   * of its own names its own interceptor.
    */
-  authByMessage?: boolean;
+  heartbeat?: Type<NestInterceptor>;
+  /** The protocol's cap on its open connections; {@link PER_PROTOCOL_CAP} when omitted. */
+  connectionCap?: ConnectionCapOptions;
+  /**
+   * Clients may authenticate with a frame after connecting: a socket without a principal after
+   * the upgrade is closed if it has not within the deadline (the gateway's `onAuthTimeout` says
+   * so in the protocol's words; a 1008 close otherwise).
+   */
+  authByMessage?: AuthByMessageOptions;
+  /** The queue `serial` handlers run in; {@link SerialOptions}. */
+  serial?: SerialOptions;
   /** Passed to `ws`: choose a subprotocol from those the client offers. */
   handleProtocols?: (protocols: Set<string>, request: unknown) => string | false;
 }
@@ -46,10 +104,15 @@ export interface ProtocolRouteOptions extends ProtocolGatewayOptions {
  * protocol's words for a failure.
  */
 export interface ProtocolGatewayHooks<State = unknown> {
-  /** A socket was accepted (its principal known if the upgrade settled it): set `state`, greet the client. */
+  /**
+   * A socket was accepted (its principal known if the upgrade settled it): set `state`, greet the
+   * client. Runs through the interceptors declared on it, the route's heartbeat first.
+   */
   onOpen?(connection: GatewayConnection<State>): void;
   /** The socket closed: let go of what the connection held. */
   onClose?(connection: GatewayConnection<State>): void;
+  /** The auth frame did not come within the route's deadline; the protocol says so and closes. */
+  onAuthTimeout?(connection: GatewayConnection<State>, timeoutMs: number): void;
   /**
    * Any failure of a frame (refused by the dispatcher, invalid, or thrown by a handler) as the
    * protocol's answer: a frame to send, or `undefined` for none.
@@ -62,11 +125,21 @@ export type AnyProtocolGateway = ProtocolGatewayHooks<never>;
 
 /**
  * `@WebSocketGateway()` for the gateway's shared HTTP server, with what the protocols need at
- * the upgrade: a protocol name, path patterns, upgrade guards and the oversized-frame rule. Read
- * by `GatewayWsAdapter`, which routes the class's frames itself (see `FrameDispatcher`).
+ * the upgrade and for the life of a connection, decided here once per route: a protocol name,
+ * path patterns, upgrade guards, the oversized-frame rule, the connection cap, authentication by
+ * message and its deadline, the serial queue, and the keep-alive. The keep-alive is a Nest
+ * interceptor on the gateway's `onOpen` (the metadata `@UseInterceptors` writes), so every route
+ * has one unless it names another.
+ * Read by `GatewayWsAdapter`, which routes the class's frames itself (see `FrameDispatcher`).
  */
 export function ProtocolGateway(options: ProtocolGatewayOptions): ClassDecorator {
   return (target) => {
+    const prototype = target.prototype as { onOpen?: (connection: GatewayConnection) => void };
+    // A gateway with nothing of its own to do at the opening still keeps its connections alive.
+    if (typeof prototype.onOpen !== 'function') prototype.onOpen = () => undefined;
+    // What `@UseInterceptors` would write, the heartbeat put first: it wraps the rest of the opening.
+    const declared: Type<NestInterceptor>[] = Reflect.getMetadata(INTERCEPTORS_METADATA, prototype.onOpen) ?? [];
+    Reflect.defineMetadata(INTERCEPTORS_METADATA, [options.heartbeat ?? HeartbeatInterceptor, ...declared], prototype.onOpen);
     const route: ProtocolRouteOptions = { ...options, gateway: target as unknown as Type<AnyProtocolGateway> };
     WebSocketGateway(0, route)(target);
   };

@@ -29,7 +29,11 @@ export class SerialQueue {
   private active = 0;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly maxWaiting = Number.POSITIVE_INFINITY) {}
+  constructor(
+    private readonly maxWaiting = Number.POSITIVE_INFINITY,
+    /** Hears the queue grow and shrink (a connection that stops reading while too many wait). */
+    private readonly watcher?: { added(): void; settled(): void },
+  ) {}
 
   /** Tasks running or waiting. */
   get size(): number {
@@ -57,6 +61,7 @@ export class SerialQueue {
   schedule<T>(task: () => T | Promise<T>): QueuedTask<T> {
     if (this.active > this.maxWaiting) throw new QueueFullError(this.maxWaiting);
     this.active += 1;
+    this.watcher?.added();
     let state: 'waiting' | 'running' | 'withdrawn' = 'waiting';
     const done = this.tail.then(() => {
       if (state === 'withdrawn') return undefined;
@@ -84,6 +89,7 @@ export class SerialQueue {
 
   private settled(): void {
     this.active -= 1;
+    this.watcher?.settled();
     if (this.active > 0) return;
     const waiters = this.idleWaiters.splice(0);
     waiters.forEach((resolve) => resolve());

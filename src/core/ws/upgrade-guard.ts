@@ -7,8 +7,6 @@ export interface UpgradeContext {
   readonly params: Readonly<Record<string, string>>;
   /** The route's protocol (`llm`, `mcp`...). */
   readonly protocol: string;
-  /** Open connections of this protocol right now (for connection limits). */
-  readonly openConnections: number;
   /** Who the client is, once a guard has authenticated it; the connection starts with it. */
   principal?: string;
 }

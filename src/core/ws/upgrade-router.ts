@@ -8,19 +8,24 @@ import type { WebSocketServer } from 'ws';
 import type { ConnectionCapsConfig } from '../../config/gateway-config';
 import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
 import { ConnectionCaps, TokenQuota } from './connection-caps';
-import { ConnectionLimitGuard } from './connection-limit.guard';
 import type { ConnectionRegistry } from './connection-registry';
 import { boundAddressOf, OriginPolicy } from '../http/origin-policy';
 import { runInTraceContext, traceContextOf } from '../tracing/trace-context';
 import type { FrameDispatcher } from './frame-dispatcher';
-import type { ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
+import type { ProtocolGatewayHooks, ProtocolRouteOptions, SerialOptions } from './protocol-gateway.decorator';
 import { RefusalListener, RefusalReason, refusalReasonOfStatus } from './refusal-reason';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
 
 /** Close code the gateway sends when a connection cannot be set up ("internal error"). */
 export const CLOSE_INTERNAL_ERROR = 1011;
 
-/** One WebSocket route: where it is, who may upgrade, and who serves its connections. */
+/** A route's cap on its open connections, with its settings read: the limit and what a client past it gets. */
+export interface RouteCap {
+  limit: number;
+  refusal: UpgradeRefusedException;
+}
+
+/** One WebSocket route: where it is, who may upgrade, and who serves its connections, with what its options decide. */
 export interface WsRoute {
   options: ProtocolRouteOptions;
   patterns: MatchFunction<Partial<Record<string, string>>>[];
@@ -29,6 +34,10 @@ export interface WsRoute {
   guards: UpgradeGuard[];
   gateway: ProtocolGatewayHooks;
   dispatcher: FrameDispatcher;
+  cap: RouteCap;
+  /** The deadline of a client that authenticates by message, when the route has them. */
+  authTimeoutMs?: number;
+  serial?: SerialOptions;
 }
 
 interface FoundRoute {
@@ -141,7 +150,7 @@ export class UpgradeRouter {
 
     const { route, params } = found;
     const { protocol } = route.options;
-    const context: UpgradeContext = { request, url, params, protocol, openConnections: this.registry.count(protocol) };
+    const context: UpgradeContext = { request, url, params, protocol };
     let refusal: UpgradeRefusedException | undefined;
     try {
       for (const guard of route.guards) await guard.canUpgrade(context);
@@ -153,6 +162,13 @@ export class UpgradeRouter {
       if (error.closeCode === undefined) return refused(refusalReasonOfStatus(error.status), error.status, error.message, error.headers);
       this.onRefused(refusalReasonOfStatus(error.status));
       refusal = error;
+    }
+    // The route's own cap first, as its protocol's spec words it; then the caps every route shares.
+    const full = refusal || context.principal === undefined ? undefined : this.capRefusal(route);
+    if (full && full.closeCode === undefined) return refused('cap', full.status, full.message, full.headers);
+    if (full) {
+      this.onRefused('cap');
+      refusal = full;
     }
     if (!refusal) {
       const capped = this.caps.atUpgrade(request.socket.remoteAddress, context.principal);
@@ -169,12 +185,13 @@ export class UpgradeRouter {
         request,
         maxBufferedBytes: this.capsConfig.maxBufferedBytes,
         maxCallsInFlight: this.capsConfig.maxCallsInFlight,
+        serial: route.serial,
         admit: (admitted, principal) => this.admit(route, admitted, principal),
       });
       connection.principal = context.principal;
       if (connection.principal === undefined) {
         this.boundBeforeAuthentication(connection, socket, head.length);
-        if (route.options.authByMessage) this.awaitAuthentication(connection);
+        if (route.authTimeoutMs !== undefined) this.awaitAuthentication(route, connection, route.authTimeoutMs);
       }
       this.accept(route, connection);
     });
@@ -185,25 +202,24 @@ export class UpgradeRouter {
    * upgrade (per token, and the route's own). Returns why it is refused.
    */
   private admit(route: WsRoute, connection: GatewayConnection, principal: string): string | undefined {
-    const capped = this.caps.forPrincipal(principal);
+    const capped = this.caps.forPrincipal(principal) ?? this.capRefusal(route);
     if (capped) return capped.message;
-    const openConnections = this.registry.count(route.options.protocol);
-    for (const guard of route.guards) {
-      if (guard instanceof ConnectionLimitGuard) {
-        const refusal = guard.refusalAt(openConnections);
-        if (refusal) return refusal.message;
-      }
-    }
     this.registry.authenticated(connection, principal);
     return undefined;
   }
 
-  /** A socket that authenticates by message is closed (1008) if its auth frame does not come in time. */
-  private awaitAuthentication(connection: GatewayConnection): void {
-    const { authTimeoutMs } = this.capsConfig;
+  /** The route's own cap, when its protocol holds as many authenticated connections as it allows. */
+  private capRefusal(route: WsRoute): UpgradeRefusedException | undefined {
+    return this.registry.count(route.options.protocol) >= route.cap.limit ? route.cap.refusal : undefined;
+  }
+
+  /** A socket that authenticates by message is closed if its auth frame does not come in time: in the protocol's words, or with 1008. */
+  private awaitAuthentication(route: WsRoute, connection: GatewayConnection, timeoutMs: number): void {
     const deadline = setTimeout(() => {
-      if (connection.principal === undefined) connection.close(CLOSE_POLICY_VIOLATION, `Authentication timeout: no auth frame within ${authTimeoutMs} ms`);
-    }, authTimeoutMs);
+      if (connection.principal !== undefined) return;
+      if (route.gateway.onAuthTimeout) route.gateway.onAuthTimeout(connection, timeoutMs);
+      else connection.close(CLOSE_POLICY_VIOLATION, `Authentication timeout: no auth frame within ${timeoutMs} ms`);
+    }, timeoutMs);
     deadline.unref();
     connection.onClose(() => clearTimeout(deadline));
   }
@@ -254,7 +270,7 @@ export class UpgradeRouter {
       }
     });
     try {
-      route.gateway.onOpen?.(connection);
+      route.dispatcher.open(connection);
     } catch (error) {
       this.logger.error(`${connection.protocol} connection setup failed: ${(error as Error)?.stack ?? error}`);
       connection.close(CLOSE_INTERNAL_ERROR, 'Internal error');

@@ -10,8 +10,10 @@ import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
 import { DrainService } from '../../core/lifecycle/drain.service';
 import { ThrottledWarning } from '../../core/logging/throttled-warning';
+import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { FRAME_MAX_DEPTH, withinDepth } from '../../core/validation/frame-schema';
 import { initializeParamsProblem } from '../request-params';
+import { MCP_PROTOCOL } from '../mcp.constants';
 import { jsonRpcError, requestIdOf, SERVER_ERROR, unrepresentableIdProblem } from '../mcp.errors';
 import { McpService } from '../mcp.service';
 import { HttpSession } from './http-session';
@@ -211,14 +213,19 @@ export class McpHttpSessions implements OnModuleInit {
     return session;
   }
 
-  /** A new SDK server and transport for the session; DELETE through the transport ends it everywhere. */
+  /**
+   * A new SDK server and transport for the session; DELETE through the transport ends it
+   * everywhere. The session is MCP's connection over HTTP: its tool calls are scoped to it, with
+   * calls in flight of its own.
+   */
   private serverAndTransport({ sessionId, principal }: McpHttpSessionRecord): [Server, StreamableHTTPServerTransport] {
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => sessionId,
       onsessionclosed: () => this.forget(sessionId, principal),
     });
     const callsInFlight = new CallsInFlight(this.config.connections.maxCallsInFlight);
-    return [this.mcp.createServer({ principal, connectionId: sessionId, callsInFlight }), transport];
+    const scope = ToolCallScope.ofConnection({ id: sessionId, protocol: MCP_PROTOCOL, principal, callsInFlight });
+    return [this.mcp.createServer(scope), transport];
   }
 
   /** Holds this instance's copy of a session in {@link sessions} until its transport closes. */
@@ -269,7 +276,7 @@ export class McpHttpSessions implements OnModuleInit {
   /** Rebuilds a throwaway session, so that an SDK this gateway cannot rebuild sessions with fails now. */
   private async rebuildProbe(): Promise<void> {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => 'probe' });
-    const server = this.mcp.createServer({ connectionId: 'probe' });
+    const server = this.mcp.createServer(ToolCallScope.ofConnection({ id: 'probe', protocol: MCP_PROTOCOL }));
     try {
       await restoreInitializedSession(transport, server, 'probe', { protocolVersion: this.config.mcp.protocolVersion, capabilities: {}, clientInfo: { name: 'probe', version: '0' } });
     } finally {

@@ -1,9 +1,8 @@
 import { CallToolResult, JSONRPCMessage, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { MaybePromise } from '../../core/maybe-promise';
-import { isPromise } from '../../core/maybe-promise';
-import type { Cancellation } from '../../core/tools/tool-invoker';
-import type { McpCaller, McpService } from '../mcp.service';
-import { MCP_PROTOCOL } from '../mcp.constants';
+import { isPromise, MaybePromise } from '../../core/maybe-promise';
+import type { ToolCallScope } from '../../core/tools/tool-call-scope';
+import type { ToolCallControls } from '../../core/tools/tool-invoker';
+import type { McpService } from '../mcp.service';
 
 type RequestId = string | number;
 
@@ -39,11 +38,11 @@ function plainToolCall(message: JSONRPCMessage): ToolCallRequest | undefined {
  * `notifications/cancelled` for a call in flight here stops it with no answer, as the SDK does.
  */
 export class DirectToolCalls {
-  private readonly running = new Map<RequestId, Cancellation>();
+  private readonly running = new Map<RequestId, ToolCallControls>();
 
   constructor(
     private readonly mcp: McpService,
-    private readonly caller: McpCaller,
+    private readonly scope: ToolCallScope,
     private readonly answer: (message: JSONRPCMessage) => void,
   ) {}
 
@@ -56,10 +55,10 @@ export class DirectToolCalls {
     }
     const request = plainToolCall(message);
     if (!request || this.running.has(request.id)) return false;
-    const cancellation: Cancellation = {};
+    const controls: ToolCallControls = {};
     let result: MaybePromise<CallToolResult> | undefined;
     try {
-      result = this.mcp.toolCallResult(request.name, request.args, { ...this.caller, cancellation, protocol: MCP_PROTOCOL });
+      result = this.mcp.toolCallResult(this.scope, request.name, request.args, controls);
     } catch (error) {
       return this.refuse(request.id, error);
     }
@@ -68,9 +67,9 @@ export class DirectToolCalls {
       this.reply(request.id, result);
       return true;
     }
-    this.running.set(request.id, cancellation);
+    this.running.set(request.id, controls);
     const settle = (answer: () => void) => {
-      if (this.running.get(request.id) !== cancellation) return;
+      if (this.running.get(request.id) !== controls) return;
       this.running.delete(request.id);
       answer();
     };
@@ -87,10 +86,10 @@ export class DirectToolCalls {
   }
 
   private stop(id: RequestId): void {
-    const cancellation = this.running.get(id);
-    if (!cancellation) return;
+    const controls = this.running.get(id);
+    if (!controls) return;
     this.running.delete(id);
-    cancellation.cancel?.();
+    controls.cancel?.();
   }
 
   private reply(id: RequestId, result: CallToolResult): void {

@@ -1,5 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { randomUUID } from 'crypto';
+import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
 import type { AuthEnvelope, ClientEnvelope, MessageEnvelope } from '../dto/mcp.dto';
 import { MCP_REALM } from '../mcp.constants';
@@ -16,14 +17,14 @@ type State = 'authenticating' | 'open' | 'closing' | 'ended';
 
 /**
  * One connection of the spec's envelope protocol (mcp-over-websocket.md, section 3): `auth`
- * first within `MCP_WS_AUTH_TIMEOUT`, then JSON-RPC in `message` envelopes to and from an SDK
- * server of its own, a `ping` every heartbeat interval, and `close` either way. The session
+ * first within `MCP_WS_AUTH_TIMEOUT` (the route's deadline), then JSON-RPC in `message`
+ * envelopes to and from an SDK server of its own, a `ping` every heartbeat interval (the route's
+ * heartbeat, `McpHeartbeatInterceptor`), and `close` either way. The session
  * writes every envelope itself, so the auth answer always precedes the first message.
  */
 export class EnvelopeSession implements McpSocketSession {
   readonly sessionId = `ws-session-${randomUUID()}`;
   private state: State = 'authenticating';
-  private readonly authDeadline: NodeJS.Timeout;
   private transport?: EnvelopeTransport;
   private server?: Server;
   private disposed = false;
@@ -31,13 +32,22 @@ export class EnvelopeSession implements McpSocketSession {
   constructor(
     private readonly connection: GatewayConnection,
     private readonly context: McpSessionContext,
-  ) {
-    const { authTimeoutMs } = context.settings;
-    this.authDeadline = setTimeout(() => {
-      this.reportError(new EnvelopeError(EnvelopeErrorCode.AUTH_TIMEOUT, `Authentication timeout: no auth message within ${authTimeoutMs} ms`));
-      this.end(EnvelopeCloseCode.TIMEOUT, 'Authentication timeout');
-    }, authTimeoutMs);
-    this.authDeadline.unref();
+  ) {}
+
+  /** No `auth` within the route's deadline (`MCP_WS_AUTH_TIMEOUT`): the spec's `AUTH_TIMEOUT` error, then the close. */
+  authTimedOut(timeoutMs: number): void {
+    this.reportError(new EnvelopeError(EnvelopeErrorCode.AUTH_TIMEOUT, `Authentication timeout: no auth message within ${timeoutMs} ms`));
+    this.end(EnvelopeCloseCode.TIMEOUT, 'Authentication timeout');
+  }
+
+  /** The heartbeat's `ping` envelope, once the session exists (before `auth`, the auth deadline watches the client). */
+  ping(): void {
+    if (this.state === 'open') this.send(Envelope.ping(this.sessionId));
+  }
+
+  heartbeatTimedOut(timeoutMs: number): void {
+    this.send(Envelope.close(this.sessionId, `Heartbeat timeout: no pong within ${timeoutMs} ms`));
+    this.end(EnvelopeCloseCode.TIMEOUT, 'Heartbeat timeout');
   }
 
   /** `auth`: on success the session opens; on any failure the client hears why and is closed. */
@@ -45,40 +55,21 @@ export class EnvelopeSession implements McpSocketSession {
     if (this.state !== 'authenticating') {
       throw new EnvelopeError(EnvelopeErrorCode.BAD_MESSAGE, 'Already authenticated', `this connection is session ${this.sessionId}`);
     }
-    const result = this.context.tokens.authenticate(typeof frame.token === 'string' ? frame.token : undefined, MCP_REALM);
+    const result = this.context.auth.authenticate(this.connection, frame.token, MCP_REALM);
     if (!result.ok) {
-      this.send(Envelope.authFailed(result.status === 401 ? 'Authentication requires a token' : 'Invalid authentication token'));
+      const words = { missing: 'Authentication requires a token', invalid: 'Invalid authentication token', forbidden: result.reason, full: result.reason };
+      this.send(Envelope.authFailed(words[result.failure]));
+      if (result.failure === 'full') return this.end(CLOSE_TRY_AGAIN_LATER, 'Too many connections');
       return this.end(EnvelopeCloseCode.UNAUTHORIZED, 'Authentication failed');
-    }
-    const denied = this.context.admission?.(result.principal);
-    if (denied) {
-      this.send(Envelope.authFailed(denied.reason));
-      return this.end(EnvelopeCloseCode.UNAUTHORIZED, 'Authentication failed');
-    }
-    clearTimeout(this.authDeadline);
-    const refusal = this.connection.authenticate(result.principal);
-    if (refusal !== undefined) {
-      this.send(Envelope.authFailed(refusal));
-      return this.end(CLOSE_TRY_AGAIN_LATER, 'Too many connections');
     }
     this.state = 'open';
-    const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.context.settings;
-    this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, heartbeatIntervalMs));
-    const caller = { principal: result.principal, connectionId: this.connection.id, callsInFlight: this.connection.callsInFlight };
+    this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, this.context.settings.heartbeatIntervalMs));
+    const scope = ToolCallScope.ofConnection(this.connection);
     const transport = new EnvelopeTransport(this.connection, this.sessionId);
-    transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, caller, (message) => void transport.send(message).catch(() => undefined)));
+    transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, scope, (message) => void transport.send(message).catch(() => undefined)));
     this.transport = transport;
-    this.server = this.context.mcp.createServer(caller);
+    this.server = this.context.mcp.createServer(scope);
     void this.server.connect(transport);
-    this.connection.keepAlive({
-      intervalMs: heartbeatIntervalMs,
-      timeoutMs: heartbeatTimeoutMs,
-      ping: () => this.send(Envelope.ping(this.sessionId)),
-      onTimeout: () => {
-        this.send(Envelope.close(this.sessionId, `Heartbeat timeout: no pong within ${heartbeatTimeoutMs} ms`));
-        this.end(EnvelopeCloseCode.TIMEOUT, 'Heartbeat timeout');
-      },
-    });
     this.context.logger.debug?.(`MCP session ${this.sessionId} authenticated (client ${JSON.stringify(frame.clientInfo ?? null)})`);
   }
 
@@ -129,7 +120,6 @@ export class EnvelopeSession implements McpSocketSession {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    clearTimeout(this.authDeadline);
     await this.server?.close();
   }
 

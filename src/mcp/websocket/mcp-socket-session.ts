@@ -1,17 +1,15 @@
 import type { Logger } from '@nestjs/common';
 import type { GatewayConfig } from '../../config/gateway-config';
-import type { AccessTokenService } from '../../core/auth/access-token.service';
+import type { MessageAuthenticator } from '../../core/auth/message-authenticator';
 import type { McpService } from '../mcp.service';
 import type { EnvelopeError } from '../mcp.frames';
 
 /** What an MCP WebSocket session needs from the rest of the gateway. */
 export interface McpSessionContext {
-  tokens: AccessTokenService;
+  auth: MessageAuthenticator;
   mcp: McpService;
   settings: GatewayConfig['mcp']['ws'];
   logger: Logger;
-  /** Why a principal that authenticated by an `auth` envelope may not open this connection (its token's protocols, max_connections). */
-  admission?: (principal: string) => { reason: string } | undefined;
 }
 
 /** One MCP WebSocket connection's state: the spec's envelope, or plain JSON-RPC frames. */
@@ -20,6 +18,10 @@ export interface McpSocketSession {
   deliver(payload: unknown): void;
   /** Tells the client about a failure in the session's own vocabulary. */
   reportError(error: EnvelopeError): void;
+  /** The route's heartbeat pings: the protocol's own ping, or nothing when WebSocket pings do. */
+  ping?(): void;
+  /** The peer stayed silent past the heartbeat timeout: say so the protocol's way and close. */
+  heartbeatTimedOut(timeoutMs: number): void;
   /** The server is going away: say goodbye the protocol's way, then let go of everything. */
   shutdown(): Promise<void>;
   /** The connection closed: closes the SDK server. Safe to call twice. */

@@ -1,5 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
 import { jsonRpcError, requestIdOf } from '../mcp.errors';
 import type { EnvelopeError } from '../mcp.frames';
@@ -11,7 +12,7 @@ import { PlainFrameTransport } from './plain-frame.transport';
  * One plain MCP connection (subprotocol `mcp`): authenticated at the upgrade, one JSON-RPC
  * message per text frame to and from an SDK server of its own. Plain MCP has no heartbeat
  * message, so liveness uses WebSocket ping frames, which every client answers by itself, on the
- * same interval and timeout as the envelope's.
+ * same interval and timeout as the envelope's (see `McpHeartbeatInterceptor`).
  */
 export class PlainSession implements McpSocketSession {
   private readonly transport: PlainFrameTransport;
@@ -22,19 +23,17 @@ export class PlainSession implements McpSocketSession {
     private readonly connection: GatewayConnection,
     context: McpSessionContext,
   ) {
-    const caller = { principal: connection.principal, connectionId: connection.id, callsInFlight: connection.callsInFlight };
+    const scope = ToolCallScope.ofConnection(connection);
     this.transport = new PlainFrameTransport(connection);
-    this.server = context.mcp.createServer(caller);
-    this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, caller, (message) => void this.transport.send(message).catch(() => undefined)));
+    this.server = context.mcp.createServer(scope);
+    this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, scope, (message) => void this.transport.send(message).catch(() => undefined)));
     void this.server.connect(this.transport);
-    connection.keepAlive({
-      intervalMs: context.settings.heartbeatIntervalMs,
-      timeoutMs: context.settings.heartbeatTimeoutMs,
-      onTimeout: () => {
-        connection.socket.terminate();
-        void this.dispose();
-      },
-    });
+  }
+
+  /** Plain MCP has no goodbye message: a silent peer's socket is cut off. */
+  heartbeatTimedOut(): void {
+    this.connection.socket.terminate();
+    void this.dispose();
   }
 
   /** Anything that is not a JSON-RPC message is answered with a JSON-RPC error response. */
