@@ -1,8 +1,8 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import { defer, filter, map, Observable } from 'rxjs';
+import { Observable } from 'rxjs';
 import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
 import type { LlmConnection } from './llm-connection';
-import type { LanguageCode, LlmResponseFrame, LlmServerFrame } from './protocol';
+import type { LanguageCode, LlmServerFrame } from './protocol';
 
 const SAYS_SOMETHING = /[\p{L}\p{N}]/u;
 const LEAD = /^\s*/;
@@ -20,31 +20,33 @@ const LEAD = /^\s*/;
 export class SpeechCleaningInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler<LlmServerFrame>): Observable<LlmServerFrame> {
     const connection = context.switchToWs().getClient<LlmConnection>();
-    return next.handle().pipe((frames) => defer(() => cleanedTurn(frames, connection)));
+    return cleanedTurn(next.handle(), connection);
   }
 }
 
 /** One turn's frames, cleaned: per subscription, since it keeps what the turn has said so far. */
 function cleanedTurn(frames: Observable<LlmServerFrame>, connection: LlmConnection): Observable<LlmServerFrame> {
-  let said = '';
-  let seq = 0;
-  let streamed = false;
-  const cleaning = () => connection.state.cleanResponses;
-  const clean = (text: string, frame: LlmServerFrame): string => cleanForSpeech(text, languageOf(connection, frame));
-  return frames.pipe(
-    map((frame) => {
-      if (frame.type !== 'llm_response') return frame;
-      const response = frame as LlmResponseFrame;
-      if (response.is_final) return { ...response, content: streamed ? said : cleaning() ? clean(response.content, frame) : response.content };
-      streamed = true;
-      const text = cleaning() ? clean(response.content, frame) : response.content.trim();
-      if (!SAYS_SOMETHING.test(text)) return undefined;
-      const content = (said === '' ? '' : (LEAD.exec(response.content)?.[0] ?? '')) + text;
-      said += content;
-      return { ...response, content, seq: seq++ };
-    }),
-    filter((frame): frame is LlmServerFrame => frame !== undefined),
-  );
+  return new Observable((out) => {
+    let said = '';
+    let seq = 0;
+    let streamed = false;
+    const clean = (text: string, frame: LlmServerFrame): string => cleanForSpeech(text, languageOf(connection, frame));
+    return frames.subscribe({
+      next: (frame) => {
+        if (frame.type !== 'llm_response') return out.next(frame);
+        const cleaning = connection.state.cleanResponses;
+        if (frame.is_final) return out.next({ ...frame, content: streamed ? said : cleaning ? clean(frame.content, frame) : frame.content });
+        streamed = true;
+        const text = cleaning ? clean(frame.content, frame) : frame.content.trim();
+        if (!SAYS_SOMETHING.test(text)) return;
+        const content = (said === '' ? '' : (LEAD.exec(frame.content)?.[0] ?? '')) + text;
+        said += content;
+        out.next({ ...frame, content, seq: seq++ });
+      },
+      error: (error: unknown) => out.error(error),
+      complete: () => out.complete(),
+    });
+  });
 }
 
 /** The language of the turn a frame belongs to (its session's, or the one the user wrote in). */

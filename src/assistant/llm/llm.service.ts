@@ -185,6 +185,7 @@ export class LlmService {
     const started = performance.now();
     let reply: ReplyAssembler | undefined;
     let outcome: ModelRequestOutcome = 'error';
+    let read = false;
     try {
       const body: ChatCompletionCreateParamsStreaming = {
         ...extraBody,
@@ -201,6 +202,7 @@ export class LlmService {
         const delta = reply.add(chunk);
         if (delta) yield { type: 'text', delta };
       }
+      read = true;
       yield { type: 'reply-end', durationMs: performance.now() - started };
       const finished = reply.finish();
       outcome = 'ok';
@@ -218,8 +220,8 @@ export class LlmService {
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', stop);
-      // A caller that left the conversation early ends the model request with it.
-      if (!signal.aborted) abort.abort();
+      // A caller that left the conversation before the stream was read ends the model request with it.
+      if (!read && !signal.aborted) abort.abort(LEFT_EARLY);
       const firstTokenAt = reply?.firstTokenAt;
       this.metrics?.modelRequestEnded(outcome, performance.now() - started, firstTokenAt === undefined ? undefined : firstTokenAt - started);
     }
@@ -260,6 +262,9 @@ function describeFault(error: unknown): string {
   const ours = error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError;
   return ours ? (error.stack ?? String(error)) : String(error);
 }
+
+/** Why a model request is ended when its caller leaves the conversation before it is read (one object: an abort's default reason costs a stack trace). */
+const LEFT_EARLY = new Error('The caller left the conversation');
 
 /** A streamed reply put together: its text, whether it reasoned, its tool calls by index. */
 class ReplyAssembler {
