@@ -17,6 +17,6 @@ export class CatalogueController {
 
   @Get()
   list(@Req() request: AuthenticatedRequest): Catalogue {
-    return { tools: this.registry.list(undefined, request.principal).map(toCatalogueEntry) };
+    return { tools: this.registry.list(undefined, request.principal, 'agent').map(toCatalogueEntry) };
   }
 }

@@ -53,11 +53,11 @@ export class LiteMcpService {
 
   /** Whether the endpoint `/litemcp/<toolName>` exists for `principal` (a shared tool of that name it may see). */
   serves(toolName: string, principal?: string): boolean {
-    return this.registry.get(toolName, undefined, principal) !== undefined;
+    return this.registry.get(toolName, undefined, principal, 'agent') !== undefined;
   }
 
   private toolOrThrow(toolName: string, principal?: string) {
-    const tool = this.registry.get(toolName, undefined, principal);
+    const tool = this.registry.get(toolName, undefined, principal, 'agent');
     if (!tool) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
     return tool;
   }

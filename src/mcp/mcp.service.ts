@@ -20,6 +20,7 @@ import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { ToolCallScope } from '../core/tools/tool-call-scope';
+import type { ToolDefinition } from '../core/tools/tool-definition';
 import type { ToolCallControls } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
@@ -63,8 +64,12 @@ export class McpService {
     return this.serverInfo;
   }
 
-  /** The SDK server of one session (a WebSocket connection, a Streamable HTTP session), whose calls run within `scope`. */
-  createServer(scope: ToolCallScope): Server {
+  /**
+   * The SDK server of one session (a WebSocket connection, a Streamable HTTP session), whose calls
+   * run within `scope`; `view`, when given, is the part of the catalogue it serves, under its own
+   * names (one device's tools, unprefixed).
+   */
+  createServer(scope: ToolCallScope, view?: McpToolView): Server {
     const server = new Server(this.serverInfo, {
       capabilities: { tools: { listChanged: true } },
       debouncedNotificationMethods: ['notifications/tools/list_changed'],
@@ -73,12 +78,15 @@ export class McpService {
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
     server.setRequestHandler(ListToolsWithAnyParams, (request) => {
       checkedListTools(request);
-      return { tools: this.registry.list(undefined, scope.principal).map(toMcpTool) };
+      return { tools: (view ? view.list() : this.registry.list(undefined, scope.principal, 'agent')).map(toMcpTool) };
     });
-    server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) =>
+    server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) => {
       // The SDK has checked the params against CallToolRequestSchema by now (see ToolsCallWithAnyParams).
-      this.call((request as CallToolRequest).params, scope.withSignal(extra.signal)),
-    );
+      const params = (request as CallToolRequest).params;
+      const name = view ? view.catalogueName(params.name) : params.name;
+      if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
+      return this.call({ ...params, name }, scope.withSignal(extra.signal), params.name);
+    });
     server.onerror = (error) => this.logger.warn(`MCP session ${scope.connectionId}: ${error.message}`);
 
     let announcements: Subscription | undefined;
@@ -115,13 +123,21 @@ export class McpService {
     return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
   }
 
-  private async call(params: CallToolRequest['params'], scope: ToolCallScope): Promise<CallToolResult> {
+  private async call(params: CallToolRequest['params'], scope: ToolCallScope, asNamed = params.name): Promise<CallToolResult> {
     // A client's trace context in `params._meta` (MCP's place for it) is the call's parent, over any the transport carried.
     const result = runInTraceContext(traceContextOf(params._meta), () => this.toolCallResult(scope, params.name, params.arguments ?? {}));
     // MCP reports an unknown tool as a protocol error, not as a failed call.
-    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
+    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${asNamed}"`);
     return result;
   }
+}
+
+/** A part of the catalogue an MCP server serves under names of its own (see `DeviceMcpController`). */
+export interface McpToolView {
+  /** The tools, as this server names them. */
+  list(): ToolDefinition[];
+  /** The catalogue's name of the tool this server calls `name`; `undefined` for none. */
+  catalogueName(name: string): string | undefined;
 }
 
 /** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */

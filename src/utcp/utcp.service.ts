@@ -43,7 +43,7 @@ export class UtcpService {
     const streaming = streamParameter(request.url);
     if (streaming === undefined) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, STREAM_PARAMETER_PROBLEM);
     const overHttp = callTemplate === 'http';
-    return toUtcpManual(this.registry.list(undefined, principal), {
+    return toUtcpManual(this.registry.list(undefined, principal, 'agent'), {
       baseUrl: overHttp ? publicHttpBase(request) : publicWebSocketBase(request),
       callTemplate,
       streaming: overHttp && queryParameter(request.url, 'stream') === null ? 'per-tool' : streaming,
@@ -53,7 +53,7 @@ export class UtcpService {
 
   /** Whether `/utcp/<toolName>` exists for `principal`: a shared tool of that name it may see. */
   serves(toolName: string, principal?: string): boolean {
-    return this.registry.get(toolName, undefined, principal) !== undefined;
+    return this.registry.get(toolName, undefined, principal, 'agent') !== undefined;
   }
 
   /**

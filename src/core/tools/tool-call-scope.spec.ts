@@ -31,6 +31,7 @@ describe('ToolCallScope', () => {
       rateLimited: true,
       sessionId: undefined,
       turnId: undefined,
+      audience: 'agent',
     });
   });
 
@@ -70,6 +71,7 @@ describe('ToolCallScope', () => {
       rateLimited: false,
       sessionId: 's-1',
       turnId: 't-1',
+      audience: 'model',
     });
   });
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'http';
 import type { AuthenticatedRequest } from '../auth/bearer-auth.guard';
 import type { CallsInFlight } from '../limits/calls-in-flight';
 import type { FrameConnection } from '../ws/connection';
+import type { ToolAudience } from './tool-definition';
 import type { InvokeOptions } from './tool-invoker';
 
 /**
@@ -47,6 +48,8 @@ export class ToolCallScope implements InvokeOptions {
     readonly rateLimited: boolean,
     readonly sessionId: string | undefined,
     readonly turnId: string | undefined,
+    /** A turn's model sees its connection's tools; every other caller is an agent, and sees its devices' tools too. */
+    readonly audience: ToolAudience,
   ) {}
 
   /**
@@ -56,7 +59,7 @@ export class ToolCallScope implements InvokeOptions {
    */
   static ofConnection(connection: ToolCallOrigin): ToolCallScope {
     const { protocol, principal, id, signal, callsInFlight } = connection;
-    return new ToolCallScope(protocol, principal, id, signal, callsInFlight, true, undefined, undefined);
+    return new ToolCallScope(protocol, principal, id, signal, callsInFlight, true, undefined, undefined, 'agent');
   }
 
   /**
@@ -70,7 +73,7 @@ export class ToolCallScope implements InvokeOptions {
     response.once('close', () => {
       if (!response.writableFinished) client.abort(new DOMException('The client went away', 'AbortError'));
     });
-    return new ToolCallScope(protocol, request.principal, undefined, client.signal, undefined, true, undefined, undefined);
+    return new ToolCallScope(protocol, request.principal, undefined, client.signal, undefined, true, undefined, undefined, 'agent');
   }
 
   /**
@@ -80,7 +83,7 @@ export class ToolCallScope implements InvokeOptions {
    */
   static ofTurn(connection: ToolCallOrigin, turn: ToolCallTurn): ToolCallScope {
     const { protocol, principal, id } = connection;
-    return new ToolCallScope(protocol, principal, id, turn.signal, undefined, false, turn.sessionId, turn.turnId);
+    return new ToolCallScope(protocol, principal, id, turn.signal, undefined, false, turn.sessionId, turn.turnId, 'model');
   }
 
   /**
@@ -88,7 +91,7 @@ export class ToolCallScope implements InvokeOptions {
    * cancel, and which the SDK aborts when its session closes): everything else stays.
    */
   withSignal(signal: AbortSignal): ToolCallScope {
-    const { protocol, principal, connectionId, callsInFlight, rateLimited, sessionId, turnId } = this;
-    return new ToolCallScope(protocol, principal, connectionId, signal, callsInFlight, rateLimited, sessionId, turnId);
+    const { protocol, principal, connectionId, callsInFlight, rateLimited, sessionId, turnId, audience } = this;
+    return new ToolCallScope(protocol, principal, connectionId, signal, callsInFlight, rateLimited, sessionId, turnId, audience);
   }
 }

@@ -29,7 +29,7 @@ export class ToolCallService {
    * sends device calls out).
    */
   prepare(scope: ToolCallScope, name: string, args: unknown): PreparedToolCall {
-    return this.registry.prepare(name, args, scope.connectionId, scope.principal);
+    return this.registry.prepare(name, args, scope.connectionId, scope.principal, scope.audience);
   }
 
   /**

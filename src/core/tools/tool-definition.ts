@@ -2,7 +2,14 @@ import type { GatewayErrorCode } from '../errors/gateway-error';
 import type { JsonSchema } from './json-schema';
 
 /** Where a tool comes from; each protocol may show it (the catalogue, health, logs). */
-export type ToolSource = 'builtin' | 'module' | `mcp:${string}` | `client:${string}`;
+export type ToolSource = 'builtin' | 'module' | `mcp:${string}` | `client:${string}` | `device:${string}`;
+
+/**
+ * Who looks at the catalogue: `model`, an LLM-gateway turn's model (its connection's own device
+ * tools, the shared tools); `agent`, a client of MCP, UTCP, LiteMCP or HTTP, which also sees the
+ * tools that {@link CatalogueSource}s add (the tools of the principal's online devices).
+ */
+export type ToolAudience = 'model' | 'agent';
 
 /** One worked example: what a user might ask, and the arguments that answer it. */
 export interface ToolExample {

@@ -5,7 +5,7 @@ import { FRAME_MAX_DEPTH, withinDepth } from '../validation/frame-schema';
 import { DeadlineSweep, Expiring } from './deadline-sweep';
 import type { ArgumentsValidator } from './json-schema';
 import { textOfContent, ToolContentResult } from './tool-content';
-import type { ToolCallContext, ToolDefinition, ToolFailure, ToolFailureCode, ToolOutcome, ToolSuccess } from './tool-definition';
+import type { ToolAudience, ToolCallContext, ToolDefinition, ToolFailure, ToolFailureCode, ToolOutcome, ToolSuccess } from './tool-definition';
 import { ToolError } from './tool-error';
 
 /** A catalogue entry: the tool and its compiled input schema. */
@@ -118,7 +118,7 @@ export class ToolInvoker {
   private readonly watchers: ToolCallWatcher[] = [];
 
   constructor(
-    private readonly lookup: (name: string, connectionId?: string, principal?: string) => CatalogueEntry | undefined,
+    private readonly lookup: (name: string, connectionId?: string, principal?: string, audience?: ToolAudience) => CatalogueEntry | undefined,
     private readonly logger: Logger,
     private readonly observe?: ToolCallObserver,
   ) {}
@@ -144,9 +144,9 @@ export class ToolInvoker {
     return calls.length;
   }
 
-  /** Looks the tool up as `connectionId` and `principal` see it and checks the arguments, once. */
-  prepare(name: string, rawArgs: unknown, connectionId?: string, principal?: string): PreparedToolCall {
-    const entry = this.lookup(name, connectionId, principal);
+  /** Looks the tool up as `connectionId`, `principal` and `audience` see it and checks the arguments, once. */
+  prepare(name: string, rawArgs: unknown, connectionId?: string, principal?: string, audience?: ToolAudience): PreparedToolCall {
+    const entry = this.lookup(name, connectionId, principal, audience);
     const args = rawArgs ?? {};
     if (!entry) return { name, args, problem: { code: 'TOOL_NOT_FOUND', message: `Unknown tool "${name}"` } };
     const problem = checkArguments(entry, args);

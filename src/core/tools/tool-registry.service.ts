@@ -6,7 +6,7 @@ import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { CORE_OBSERVER, CoreObserver } from '../observability/core-observer';
 import type { MaybePromise } from '../maybe-promise';
 import { ArgumentsValidator, JsonSchemaCompiler } from './json-schema';
-import type { ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec } from './tool-definition';
+import type { ToolAudience, ToolCatalogueChange, ToolDefinition, ToolOutcome, ToolSpec } from './tool-definition';
 import { CatalogueEntry, InvokeOptions, PreparedToolCall, ToolCallControls, ToolCallWatcher, ToolInvoker } from './tool-invoker';
 import { toolNameProblem } from './tool-name';
 
@@ -16,6 +16,16 @@ export class ToolRegistrationError extends GatewayError {
     super(GatewayErrorCode.TOOL_REGISTRATION_FAILED, message);
     this.name = 'ToolRegistrationError';
   }
+}
+
+/**
+ * Tools the catalogue shows agents beside its own, decided per caller and per lookup (the tools
+ * of a principal's online devices, wherever their sockets are). Its entries are made with
+ * {@link ToolRegistryService.compile}, so their arguments are checked like every tool's.
+ */
+export interface CatalogueSource {
+  list(principal: string | undefined): ToolDefinition[];
+  entry(name: string, principal: string | undefined): CatalogueEntry | undefined;
 }
 
 /**
@@ -38,6 +48,7 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
   private readonly shared = new Map<string, CatalogueEntry>();
   private readonly perConnection = new Map<string, Map<string, CatalogueEntry>>();
   private readonly changeStream = new Subject<ToolCatalogueChange>();
+  private readonly sources: CatalogueSource[] = [];
   private readonly invoker: ToolInvoker;
 
   /** Every addition and removal, shared or per connection. */
@@ -49,7 +60,11 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
     /** Whose principal sees which tools; without it (a bare registry in a test) everyone sees everything. */
     @Optional() private readonly tokens?: AccessTokenService,
   ) {
-    this.invoker = new ToolInvoker((name, connectionId, principal) => this.entry(name, connectionId, principal), this.logger, observer?.toolCallEnded);
+    this.invoker = new ToolInvoker(
+      (name, connectionId, principal, audience) => this.entry(name, connectionId, principal, audience),
+      this.logger,
+      observer?.toolCallEnded,
+    );
   }
 
   /**
@@ -58,13 +73,25 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
    * already taken (by a shared tool, or by the same connection).
    */
   register(spec: ToolSpec, connectionId?: string): ToolDefinition {
-    const nameProblem = toolNameProblem(spec.name);
-    if (nameProblem) throw new ToolRegistrationError(nameProblem);
-    if (typeof spec.handler !== 'function') {
-      throw new ToolRegistrationError(`Tool "${spec.name}" has no handler function`);
-    }
     if (this.shared.has(spec.name) || this.perConnection.get(connectionId ?? '')?.has(spec.name)) {
       throw new ToolRegistrationError(`Tool name already exists: "${spec.name}"`);
+    }
+    const entry = this.compile(spec);
+    this.entriesFor(connectionId, true)!.set(entry.tool.name, entry);
+    this.changeStream.next({ type: 'added', tool: entry.tool, connectionId });
+    return entry.tool;
+  }
+
+  /**
+   * A tool checked and made ready to call, without adding it: what {@link register} adds, and
+   * what a {@link CatalogueSource} serves. Throws {@link ToolRegistrationError} for a bad name, a
+   * schema that is not JSON Schema, a handler that is not a function.
+   */
+  compile(spec: ToolSpec, nameProblem: (name: unknown) => string | undefined = toolNameProblem): CatalogueEntry {
+    const problem = nameProblem(spec.name);
+    if (problem) throw new ToolRegistrationError(problem);
+    if (typeof spec.handler !== 'function') {
+      throw new ToolRegistrationError(`Tool "${spec.name}" has no handler function`);
     }
     const schemaProblem = this.schemas.inputSchemaProblem(spec.inputSchema);
     if (schemaProblem) throw new ToolRegistrationError(`Tool "${spec.name}": ${schemaProblem}`);
@@ -92,9 +119,17 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
       source: spec.source,
       handler: spec.handler,
     });
-    this.entriesFor(connectionId, true)!.set(tool.name, { tool, validate });
-    this.changeStream.next({ type: 'added', tool, connectionId });
-    return tool;
+    return { tool, validate };
+  }
+
+  /** Adds tools that agents see beside the catalogue's own (a shared tool of the same name wins). */
+  addSource(source: CatalogueSource): void {
+    this.sources.push(source);
+  }
+
+  /** Tells every listener that a {@link CatalogueSource}'s tools changed (MCP's `list_changed`). */
+  sourceChanged(change: ToolCatalogueChange): void {
+    this.changeStream.next(change);
   }
 
   /** Removes one tool; returns whether it was there. */
@@ -140,18 +175,20 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
     return this.invoker.abandonAll(message);
   }
 
-  /** The tool `name` as `connectionId` and `principal` see it: its own client tools first, then shared ones. */
-  get(name: string, connectionId?: string, principal?: string): ToolDefinition | undefined {
-    return this.entry(name, connectionId, principal)?.tool;
+  /** The tool `name` as `connectionId`, `principal` and `audience` see it: its own client tools first, then shared ones, then for agents the sources'. */
+  get(name: string, connectionId?: string, principal?: string, audience: ToolAudience = 'model'): ToolDefinition | undefined {
+    return this.entry(name, connectionId, principal, audience)?.tool;
   }
 
-  /** Every tool `connectionId` and `principal` may call: shared tools, then its client tools. */
-  list(connectionId?: string, principal?: string): ToolDefinition[] {
+  /** Every tool `connectionId` and `principal` may call: shared tools, then its client tools, then for agents the sources'. */
+  list(connectionId?: string, principal?: string, audience: ToolAudience = 'model'): ToolDefinition[] {
     const grant = this.tokens?.grantOf(principal);
     let shared = [...this.shared.values()].map((e) => e.tool);
     if (grant?.restrictsTools) shared = shared.filter((tool) => grant.mayUseTool(tool.name));
     const own = connectionId === undefined ? [] : [...(this.perConnection.get(connectionId)?.values() ?? [])];
-    return own.length === 0 ? shared : [...shared, ...own.map((e) => e.tool)];
+    const listed = own.length === 0 ? shared : [...shared, ...own.map((e) => e.tool)];
+    if (audience === 'model' || this.sources.length === 0) return listed;
+    return [...listed, ...this.sources.flatMap((source) => source.list(principal))];
   }
 
   /**
@@ -160,8 +197,8 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
    * unknown; it runs on a device) reads. Never throws: a problem is kept for {@link run} to
    * report as the call's failure.
    */
-  prepare(name: string, args: unknown, connectionId?: string, principal?: string): PreparedToolCall {
-    return this.invoker.prepare(name, args, connectionId, principal);
+  prepare(name: string, args: unknown, connectionId?: string, principal?: string, audience: ToolAudience = 'model'): PreparedToolCall {
+    return this.invoker.prepare(name, args, connectionId, principal, audience);
   }
 
   /**
@@ -188,11 +225,17 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
     this.invoker.stop();
   }
 
-  private entry(name: string, connectionId?: string, principal?: string): CatalogueEntry | undefined {
+  private entry(name: string, connectionId?: string, principal?: string, audience: ToolAudience = 'model'): CatalogueEntry | undefined {
     const own = connectionId !== undefined && this.perConnection.get(connectionId)?.get(name);
     if (own) return own;
     const shared = this.shared.get(name);
-    return shared && (principal === undefined || !this.tokens || this.tokens.grantOf(principal).mayUseTool(name)) ? shared : undefined;
+    if (shared) return principal === undefined || !this.tokens || this.tokens.grantOf(principal).mayUseTool(name) ? shared : undefined;
+    if (audience === 'model') return undefined;
+    for (const source of this.sources) {
+      const found = source.entry(name, principal);
+      if (found) return found;
+    }
+    return undefined;
   }
 
   private entriesFor(connectionId: string | undefined, create: boolean): Map<string, CatalogueEntry> | undefined {
