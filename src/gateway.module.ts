@@ -34,6 +34,8 @@ import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions
 import { HealthModule } from './health/health.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
+import { FleetModule } from './fleet/fleet.module';
+import { RemindersModule } from './fleet/reminders/reminders.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
@@ -85,6 +87,8 @@ const SHARED_CORE = [
     BuiltinToolsModule,
     LiteMcpModule,
     LlmGatewayModule,
+    FleetModule,
+    RemindersModule.register({ imports: [FleetModule] }),
     McpModule,
     UtcpModule,
     UpstreamModule,

@@ -356,6 +356,58 @@ export class EnvironmentVariables {
   @Min(1)
   CLIENT_TOOL_RESULT_QUEUE_SIZE = 10;
 
+  @Setting({ group: 'fleet', about: 'Longest characters of text one push (`say`, a pushed turn, a reminder) may carry.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  FLEET_PUSH_MAX_CHARS = 2000;
+
+  @Setting({
+    group: 'fleet',
+    about: 'Pushes held for one offline device (`hold_s`), delivered in order at its next connection; one more is refused with `DEVICE_BUSY`.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  FLEET_HOLD_MAX_COUNT = 16;
+
+  @Setting({ group: 'fleet', unit: 'seconds', about: 'Longest `hold_s` a push may ask for; held pushes are kept in Redis with `REDIS_URL`, in memory otherwise.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  FLEET_HOLD_MAX_S = 86_400;
+
+  @Setting({
+    group: 'fleet',
+    unit: 'seconds',
+    about:
+      'How long a due reminder waits for its offline device, spoken at its next connection; never spoken more than this (or a minute) after it fell due. 0: an offline device misses it. Capped at `FLEET_HOLD_MAX_S`.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  FLEET_REMINDER_HOLD_S = 3600;
+
+  @Setting({ group: 'fleet', about: 'Pending reminders one device may have, whoever set them; `set_reminder` past it is refused.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  FLEET_REMINDERS_MAX_PER_DEVICE = 50;
+
+  @Setting({ group: 'fleet', about: 'Pending reminders one token may have set over all devices (with auth off, all callers together); `set_reminder` past it is refused.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  FLEET_REMINDERS_MAX_PER_PRINCIPAL = 500;
+
+  @Setting({ group: 'fleet', unit: 'seconds', about: 'How far ahead a reminder may be set (366 days).' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(60)
+  FLEET_REMINDER_MAX_AHEAD_S = 31_622_400;
+
   @Setting({ group: 'mcp', about: 'Every MCP route (`false`: 404), and the upstream MCP servers (`false`: not connected).' })
   @BooleanFromEnv()
   @IsBoolean()

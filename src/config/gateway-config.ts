@@ -150,6 +150,14 @@ export interface GatewayConfig {
     };
   };
   clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
+  fleet: {
+    pushMaxChars: number;
+    holdMaxCount: number;
+    /** Seconds, as `hold_s` is given. */
+    holdMaxS: number;
+    /** Seconds: `holdS` and `maxAheadS` are compared with what tools are given. */
+    reminders: { maxPerDevice: number; maxPerPrincipal: number; holdS: number; maxAheadS: number };
+  };
   console: { enabled: boolean };
   /** `/metrics` on its own listener when `port` is not 0, on `CLOUD_PORT` otherwise. */
   metrics: { port: number; host: string };
@@ -319,6 +327,17 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       maxCount: env.CLIENT_TOOLS_MAX_COUNT,
       timeoutMs: seconds(env.CLIENT_TOOL_TIMEOUT),
       resultQueueSize: env.CLIENT_TOOL_RESULT_QUEUE_SIZE,
+    },
+    fleet: {
+      pushMaxChars: env.FLEET_PUSH_MAX_CHARS,
+      holdMaxCount: env.FLEET_HOLD_MAX_COUNT,
+      holdMaxS: env.FLEET_HOLD_MAX_S,
+      reminders: {
+        maxPerDevice: env.FLEET_REMINDERS_MAX_PER_DEVICE,
+        maxPerPrincipal: env.FLEET_REMINDERS_MAX_PER_PRINCIPAL,
+        holdS: env.FLEET_REMINDER_HOLD_S,
+        maxAheadS: env.FLEET_REMINDER_MAX_AHEAD_S,
+      },
     },
     console: { enabled: env.CONSOLE_ENABLED },
     metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },

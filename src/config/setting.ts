@@ -12,6 +12,10 @@ export const SETTING_GROUPS = {
   llm: { title: 'LLM', about: 'The OpenAI-compatible model server (vLLM, Ollama, OpenAI, ...) and how a turn uses it.' },
   tools: { title: 'Tools', about: "Server tools: their time limit, and where the built-in tools get their data." },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },
+  fleet: {
+    title: 'Fleet',
+    about: 'Devices that name themselves (`Device-Id`): their tools for agents, speech pushed to them, reminders; across every instance sharing `REDIS_URL`.',
+  },
   mcp: { title: 'MCP', about: 'MCP as a whole: every MCP route, and the upstream MCP servers.' },
   mcpWebSocket: {
     title: 'MCP over WebSocket',

@@ -8,6 +8,7 @@ import { ToolError } from '../core/tools/tool-error';
 import { toolNameProblem } from '../core/tools/tool-name';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ToolRegistration, ToolResultFrame } from './protocol';
+import { TOOL_VISIBILITIES, ToolVisibility } from '../fleet/device-entry';
 import type { LlmConnection } from './llm-connection';
 import { toolCallbackFrame } from './llm-gateway.frames';
 
@@ -37,36 +38,50 @@ export class ClientToolsService {
     if (!enabled) {
       throw new GatewayError(GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'Client tools are disabled on this server');
     }
-    return tools.map(({ name, description, parameters }): ToolRegistration => {
+    const { agentTools } = connection.state;
+    return tools.map(({ name, description, parameters, visibility = 'both' }): ToolRegistration => {
       const nameProblem = toolNameProblem(name);
       if (nameProblem) return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, nameProblem);
       const toolName = name as string;
       if (typeof description !== 'string') {
         return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'description is required and must be a string');
       }
-      if (this.registry.get(toolName, connection.id)) {
+      if (!TOOL_VISIBILITIES.includes(visibility as ToolVisibility)) {
+        return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'visibility must be "agents", "model" or "both"');
+      }
+      if (this.registry.get(toolName, connection.id) || agentTools.has(toolName)) {
         return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, 'Tool name already exists');
       }
       if (this.countOf(connection) >= maxCount) {
         return failed(name, GatewayErrorCode.TOOL_REGISTRATION_FAILED, `Too many tools: at most ${maxCount} per connection`);
       }
+      const spec = {
+        name: toolName,
+        description,
+        inputSchema: parameters as JsonSchema,
+        source: `client:${connection.id}` as const,
+        timeoutMs,
+        handler: (args: Record<string, unknown>, context: ToolCallContext) => this.callBack(connection, toolName, args, context),
+      };
       try {
-        this.registry.register(
-          {
-            name: toolName,
-            description,
-            inputSchema: parameters as JsonSchema,
-            source: `client:${connection.id}`,
-            timeoutMs,
-            handler: (args, context) => this.callBack(connection, toolName, args, context),
-          },
-          connection.id,
-        );
-        return { name: toolName, status: 'registered' };
+        // A tool only agents may call never joins the catalogue the model sees; its schema is checked all the same.
+        if (visibility === 'agents') this.registry.compile(spec);
+        else this.registry.register(spec, connection.id);
       } catch (error) {
         return failed(name, GatewayErrorCode.INVALID_TOOL_PARAMETERS, (error as Error).message);
       }
+      if (visibility !== 'model') agentTools.set(toolName, { name: toolName, description, inputSchema: parameters as JsonSchema, visibility: visibility as ToolVisibility });
+      return { name: toolName, status: 'registered' };
     });
+  }
+
+  /**
+   * Runs a tool the device offers agents (`visibility` `agents` or `both`) for an agent of the
+   * fleet: a `tool_callback` like the model's, until `signal` ends the wait.
+   */
+  async callForAgent(connection: LlmConnection, toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    if (!connection.state.agentTools.has(toolName)) throw new ToolError(`The device offers agents no tool "${toolName}"`);
+    return this.callBack(connection, toolName, args, { signal });
   }
 
   /** Settles the callback `call_id` names; an unknown or expired id is INVALID_MESSAGE (spec 11.5). */
@@ -81,10 +96,14 @@ export class ClientToolsService {
   /** Removes the connection's tools (it closed). */
   release(connection: LlmConnection): void {
     this.registry.unregisterConnection(connection.id);
+    connection.state.agentTools.clear();
   }
 
+  /** Tools the connection registered: those the model sees, and those only agents may call. */
   private countOf(connection: LlmConnection): number {
-    return this.registry.list(connection.id).filter((tool) => tool.source === `client:${connection.id}`).length;
+    const { agentTools } = connection.state;
+    const modelTools = this.registry.list(connection.id).filter((tool) => tool.source === `client:${connection.id}`);
+    return modelTools.length + [...agentTools.values()].filter((tool) => tool.visibility === 'agents').length;
   }
 
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */

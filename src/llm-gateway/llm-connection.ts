@@ -1,4 +1,5 @@
 import type { GatewayConnection } from '../core/ws/connection';
+import type { DeviceTool } from '../fleet/device-entry';
 import type { ToolResultFrame } from './protocol';
 import type { Turn } from './turn';
 
@@ -27,6 +28,10 @@ export class LlmConnectionState {
   /** A `text_input` during a turn cancels it (`configure {barge_in}`). */
   bargeIn = false;
   readonly pendingCallbacks = new Map<string, PendingCallback>();
+  /** The tools it offers agents of the fleet (`visibility` `agents` or `both`), by name. */
+  readonly agentTools = new Map<string, DeviceTool>();
+  /** The device it named at its upgrade (`Device-Id`), if any. */
+  deviceId?: string;
   /** The turns running or waiting, by id, in arrival order. */
   readonly turns = new Map<string, Turn>();
 

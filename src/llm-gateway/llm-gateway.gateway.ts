@@ -1,6 +1,5 @@
 import { Inject, Logger, UseInterceptors } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
@@ -30,9 +29,10 @@ import { LlmConnection, LlmConnectionState, MAX_WAITING_REQUESTS } from './llm-c
 import { llmErrorFrame } from './llm-gateway.errors';
 import { errorFrame, pongFrame, statusFrame, toolsRegisteredFrame } from './llm-gateway.frames';
 import { SessionBindingService } from './session-binding.service';
-import { Turn } from './turn';
+import { DeviceIdentityGuard } from '../fleet/device-identity.guard';
+import { DeviceLinks } from './device-link';
+import { TurnStarter } from './turn-starter';
 import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
-import { TurnEnvironment } from './turn-environment';
 
 /** The protocol name LLM-gateway connections are counted under. */
 export const LLM_PROTOCOL = 'llm';
@@ -49,7 +49,7 @@ export const LLM_PROTOCOL = 'llm';
   protocol: LLM_PROTOCOL,
   path: '/',
   aliases: ['/llm'],
-  upgradeGuards: [BearerAuthGuard],
+  upgradeGuards: [BearerAuthGuard, DeviceIdentityGuard],
   connectionCap: { setting: 'CLOUD_MAX_CONNECTIONS', limit: (config) => config.server.maxConnections, status: 503, closeCode: CLOSE_TRY_AGAIN_LATER, label: 'LLM-gateway' },
   serial: { maxWaiting: MAX_WAITING_REQUESTS, whenFull: 'refuse' },
   oversizedFrames: 'close',
@@ -59,8 +59,9 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
 
   constructor(
     private readonly binding: SessionBindingService,
-    private readonly turnEnvironment: TurnEnvironment,
+    private readonly turns: TurnStarter,
     private readonly clientTools: ClientToolsService,
+    private readonly devices: DeviceLinks,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
@@ -73,11 +74,13 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
         connection.close(CLOSE_INTERNAL_ERROR, 'Session store unavailable');
       }),
     );
+    this.devices.open(connection);
   }
 
   onClose(connection: LlmConnection): void {
     this.binding.release(connection);
     this.clientTools.release(connection);
+    this.devices.close(connection);
   }
 
   /**
@@ -88,17 +91,7 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
   @OnFrame('text_input', { schema: textInputSchema })
   @UseInterceptors(SpeechCleaningInterceptor)
   textInput(input: TextInputFrame, connection: LlmConnection): Observable<LlmServerFrame> {
-    const { turns, bargeIn } = connection.state;
-    const turnId = input.turn_id ?? randomUUID();
-    if (turns.has(turnId)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Turn "${turnId}" is already running or waiting`);
-    if (bargeIn) for (const earlier of [...turns.values()]) earlier.cancel();
-    const turn = new Turn(turnId, connection, input, this.turnEnvironment);
-    const queued = connection.queue().schedule(() => turn.play());
-    turn.whileWaiting(() => {
-      if (queued.withdraw()) turn.play().catch((error: Error) => this.logger.error(`Turn ${turnId} could not end: ${error.stack}`));
-    });
-    turns.set(turnId, turn);
-    return turn.frames;
+    return this.turns.start(connection, input, { interrupt: connection.state.bargeIn }).frames;
   }
 
   /**
@@ -140,7 +133,9 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
 
   @OnFrame('register_tools', { schema: registerToolsSchema })
   registerTools(request: RegisterToolsFrame, connection: LlmConnection) {
-    return toolsRegisteredFrame(this.clientTools.register(connection, request.tools));
+    const registered = toolsRegisteredFrame(this.clientTools.register(connection, request.tools));
+    if (registered.count > 0) this.devices.toolsChanged(connection);
+    return registered;
   }
 
   @OnFrame('tool_result', { schema: toolResultSchema })

@@ -5,16 +5,19 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { CLOSE_GOING_AWAY } from '../core/ws/gateway-ws.adapter';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
+import { FleetModule } from '../fleet/fleet.module';
 import { ClientToolsService } from './client-tools.service';
+import { DeviceLinks } from './device-link';
 import { LLM_PROTOCOL, LlmGateway } from './llm-gateway.gateway';
 import { SessionBindingService } from './session-binding.service';
 import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
 import { TurnEnvironment } from './turn-environment';
+import { TurnStarter } from './turn-starter';
 
 /** The voice assistant's WebSocket API (LLM gateway spec) at `/` and `/llm`. */
 @Module({
-  imports: [HealthModule],
-  providers: [LlmGateway, SessionBindingService, TurnEnvironment, ClientToolsService, SpeechCleaningInterceptor],
+  imports: [HealthModule, FleetModule],
+  providers: [LlmGateway, SessionBindingService, TurnEnvironment, TurnStarter, ClientToolsService, DeviceLinks, SpeechCleaningInterceptor],
 })
 export class LlmGatewayModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, drain: DrainService, connections: ConnectionRegistry) {

@@ -25,7 +25,7 @@ export class SpeechCleaningInterceptor implements NestInterceptor {
 }
 
 /** One turn's frames, cleaned: per subscription, since it keeps what the turn has said so far. */
-function cleanedTurn(frames: Observable<LlmServerFrame>, connection: LlmConnection): Observable<LlmServerFrame> {
+export function cleanedTurn(frames: Observable<LlmServerFrame>, connection: LlmConnection): Observable<LlmServerFrame> {
   return new Observable((out) => {
     let said = '';
     let seq = 0;

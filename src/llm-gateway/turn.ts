@@ -11,7 +11,7 @@ import type { LlmConnection } from './llm-connection';
 import { llmErrorFrame } from './llm-gateway.errors';
 import { llmResponseFrame, partialResponseFrame, statusFrame } from './llm-gateway.frames';
 import { toLlmTool } from './llm-gateway.mapper';
-import type { LanguageCode, LlmServerFrame, TextInputFrame, TurnTiming, TurnToolCall } from './protocol';
+import type { LanguageCode, LlmServerFrame, TextInputFrame, TurnFrame, TurnTiming, TurnToolCall } from './protocol';
 import { SpeechStream } from './speech-stream';
 import { ToolRound } from './tool-round';
 import type { TurnEnvironment } from './turn-environment';
@@ -82,6 +82,8 @@ export class Turn {
     private readonly connection: LlmConnection,
     private readonly input: TextInputFrame,
     private readonly env: TurnEnvironment,
+    /** `push` for a turn the fleet started for the device (no `text_input` asked for it): every frame says so. */
+    private readonly origin?: 'push',
   ) {}
 
   /** Every frame of the turn, in order, from `processing` to `idle`; complete when the turn is over. */
@@ -291,7 +293,7 @@ export class Turn {
   /** Sends one of the turn's frames, stamped with its id; once the turn is cancelled, nothing. */
   private send(frame: LlmServerFrame): void {
     if (this.cancelled) return;
-    (frame as { turn_id?: string }).turn_id = this.id;
+    this.stamp(frame);
     this.out.next(frame);
   }
 
@@ -300,9 +302,15 @@ export class Turn {
     const idle = statusFrame('idle', { session_id: this.connection.state.sessionId });
     const ending = this.cancelled ? [statusFrame('cancelled', { turn_id: this.id }), idle] : [...(this.held ? [this.held] : []), idle];
     for (const frame of ending) {
-      (frame as { turn_id?: string }).turn_id = this.id;
+      this.stamp(frame);
       this.out.next(frame);
     }
+  }
+
+  private stamp(frame: LlmServerFrame): void {
+    const turnFrame = frame as TurnFrame;
+    turnFrame.turn_id = this.id;
+    if (this.origin) turnFrame.origin = this.origin;
   }
 
   private recordMetrics(): void {

@@ -16,6 +16,8 @@ import { MCP_PATH, MCP_PROTOCOL, MCP_REALM } from './mcp.constants';
 import { mcpHttpErrorBody } from './mcp.errors';
 import { McpService } from './mcp.service';
 import { McpController } from './mcp.controller';
+import { DeviceMcpController } from './device-mcp.controller';
+import { FleetModule } from '../fleet/fleet.module';
 import { McpGateway } from './mcp.gateway';
 import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
 import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
@@ -26,8 +28,8 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
  * spec's dedicated WebSocket listener; each session an SDK server over the shared catalogue.
  */
 @Module({
-  imports: [HealthModule],
-  controllers: [McpController],
+  imports: [HealthModule, FleetModule],
+  controllers: [McpController, DeviceMcpController],
   providers: [
     McpService,
     McpGateway,

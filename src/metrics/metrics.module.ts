@@ -11,6 +11,7 @@ import { MetricsOnMainPortGuard } from './metrics-on-main-port.guard';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics } from './scrape-time-metrics';
+import { FleetService } from '../fleet/fleet.service';
 
 /**
  * Prometheus metrics: `MetricsService` (global; the shared core reports to it as its `CoreObserver`), `/metrics`
@@ -38,6 +39,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       sessions: this.modules.get(SessionService, { strict: false }),
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),
+      fleet: optionalProvider(this.modules, FleetService),
     });
   }
 }

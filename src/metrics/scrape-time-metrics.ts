@@ -3,6 +3,7 @@ import type { SessionService } from '../assistant/session/session.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
+import type { FleetService } from '../fleet/fleet.service';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
 import { KNOWN_PROTOCOLS } from './metric-labels';
 
@@ -12,6 +13,7 @@ export interface ScrapeSources {
   sessions: SessionService;
   tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
+  fleet?: FleetService;
 }
 
 /**
@@ -47,6 +49,22 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     registers: [registry],
     collect() {
       this.set(sources.tools.callsRunning);
+    },
+  });
+  new Gauge({
+    name: 'gateway_devices',
+    help: 'Devices online in the fleet directory, on every instance sharing its Redis',
+    registers: [registry],
+    collect() {
+      this.set(sources.fleet?.directory.size ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'gateway_devices_local',
+    help: 'Devices whose socket this instance holds',
+    registers: [registry],
+    collect() {
+      this.set(sources.fleet?.localCount ?? 0);
     },
   });
   new Gauge({

@@ -22,6 +22,12 @@ export interface Grant {
   readonly toolCallsPerMinute?: number;
   /** WebSocket connections the token may hold at once, on every protocol together. */
   readonly maxConnections?: number;
+  /**
+   * The device ids (`devices` globs) the token may connect as, and whose devices its agents may
+   * reach whoever connected them. Absent: it may connect as any id, and reaches only the devices
+   * its own principal connected.
+   */
+  readonly devices?: (deviceId: string) => boolean;
 }
 
 /** Everything: `AUTH_TOKENS`, anonymous callers while auth is off, internal callers. */
@@ -31,7 +37,7 @@ export const FULL_ACCESS: Grant = Object.freeze({ mayUseTool: () => true, restri
  * Nothing: a named token that a reload of the file removed, seen on a connection it opened
  * before. The connection stays, but sees no tool and holds no turn.
  */
-export const NO_ACCESS: Grant = Object.freeze({ protocols: new Set<string>(), mayUseTool: () => false, restrictsTools: true, llm: false });
+export const NO_ACCESS: Grant = Object.freeze({ protocols: new Set<string>(), mayUseTool: () => false, restrictsTools: true, llm: false, devices: () => false });
 
 /** Whether the grant restricts nothing a caller could read or do (rate limits and connection caps aside). */
 export function hasFullAccess(grant: Grant): boolean {

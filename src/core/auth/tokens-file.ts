@@ -23,7 +23,9 @@ export class TokensFileError extends StartupError {
 
 const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
-const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'llm', 'rate_limits', 'max_connections']);
+const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'llm', 'rate_limits', 'max_connections', 'devices']);
+/** The characters a `devices` glob may hold: those of device ids, and `*`. */
+const DEVICE_PATTERN = /^[A-Za-z0-9_:*-]{1,128}$/;
 const RATE_LIMIT_KEYS = new Set(['turns_per_minute', 'tool_calls_per_minute']);
 
 /** The SHA-256 digest of a token, as tokens are compared. */
@@ -76,7 +78,7 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   for (const key of Object.keys(entry)) {
     if (!ENTRY_KEYS.has(key)) problem(`unknown key "${key}" (known: ${[...ENTRY_KEYS].join(', ')})`);
   }
-  const { name, token, sha256, protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections } = entry;
+  const { name, token, sha256, protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
   if (typeof name !== 'string' || !TOKEN_NAME.test(name)) {
     problem('name must be 1-64 letters, digits, "_", ".", "@" or "-", starting with a letter or digit');
   }
@@ -93,6 +95,9 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   }
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string' || !TOOL_PATTERN.test(t)))) {
     problem('tools must be a list of tool names and globs ("get_*", "device.*": letters, digits, "_", "." and "*")');
+  }
+  if (devices !== undefined && (!Array.isArray(devices) || devices.some((d) => typeof d !== 'string' || !DEVICE_PATTERN.test(d)))) {
+    problem('devices must be a list of device ids and globs ("kitchen-*", "AA:BB:*": letters, digits, "_", "-", ":" and "*")');
   }
   if (llm !== undefined && typeof llm !== 'boolean') problem('llm must be true or false');
   if (maxConnections !== undefined && !isPositiveInteger(maxConnections)) problem('max_connections must be a positive integer');
@@ -117,6 +122,7 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
     turnsPerMinute: limits.turns_per_minute as number | undefined,
     toolCallsPerMinute: limits.tool_calls_per_minute as number | undefined,
     maxConnections: maxConnections as number | undefined,
+    devices: Array.isArray(devices) ? toolMatcher(devices as string[]) : undefined,
   });
   return { name, digest, grant };
 }

@@ -28,6 +28,12 @@ export const GATEWAY_ERROR_CODES = [
   'UNSUPPORTED_VERSION',
   /** A token's rate limit (tokens file) is spent: `details.retry_after_s` says when to try again. */
   'RATE_LIMITED',
+  /** The device named is not connected to any instance (and the push was not to be held for it). */
+  'DEVICE_OFFLINE',
+  /** A device's queue of held or waiting pushes is full: try again once it has spoken them. */
+  'DEVICE_BUSY',
+  /** Another principal's device is connected with this id. */
+  'DEVICE_ID_TAKEN',
 ] as const;
 
 export type GatewayErrorCode = (typeof GATEWAY_ERROR_CODES)[number];

@@ -202,4 +202,9 @@ export type ToolDefinition = {
   name: string;
   description: string;
   parameters: JsonSchema;
+  /**
+   * Who may call it: `agents` (agents and users through the gateway's other protocols, never the
+   * model: reboot, firmware update), `model` (the device's own model only), `both` (the default).
+   */
+  visibility?: 'agents' | 'model' | 'both';
 };

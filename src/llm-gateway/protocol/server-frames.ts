@@ -7,6 +7,12 @@ export type StatusName = 'connected' | 'processing' | 'waiting_for_tools' | 'can
 /** Every frame a turn produces names it: the `turn_id` of its `text_input`, or one the gateway made. */
 export interface TurnFrame {
   turn_id?: string;
+  /**
+   * `push` on every frame of speech no `text_input` asked for: a sentence an agent, the HTTP
+   * route or a reminder pushed (`llm_response`, then `status: idle`), or a whole turn started for
+   * the device. A spec client simply speaks it.
+   */
+  origin?: 'push';
 }
 
 export interface StatusFrame extends TurnFrame {
@@ -58,6 +64,8 @@ export interface LlmResponseFrame extends TurnFrame {
    * store failed, or the session is gone): the model will not see it in later turns.
    */
   history_saved?: false;
+  /** On a pushed sentence that a reminder said: the reminder's id. */
+  reminder_id?: string;
   timestamp: string;
 }
 

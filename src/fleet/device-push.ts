@@ -1,0 +1,48 @@
+/**
+ * What the rest of the gateway (reminders, the `device_say` tool, the devices HTTP routes) asks
+ * of the fleet to make a device speak, wherever its socket is. The fleet routes the push to the
+ * instance that holds the device (through Redis when `REDIS_URL` is set), or holds it for the
+ * device's next connection when the caller asked for that.
+ */
+export interface SayRequest {
+  /** What the device says; cleaned for speech on its way out. */
+  text: string;
+  /** Cancel the turn in flight first (as barge-in does); otherwise the push waits for it to end. */
+  interrupt?: boolean;
+  /**
+   * When the device is offline: hold the push this many seconds and deliver it at its next
+   * connection, in order (bounded by `FLEET_HOLD_MAX_S`). Absent or 0: refuse with DEVICE_OFFLINE.
+   */
+  holdS?: number;
+  /** Set when a reminder fell due: its id rides on the pushed `llm_response` (`reminder_id`). */
+  reminderId?: string;
+}
+
+/** What became of a push. */
+export interface PushReceipt {
+  /** `spoken`: the device has it now; `held`: it will get it when it connects again. */
+  delivered: 'spoken' | 'held';
+  /** The `turn_id` its frames carry. */
+  turnId: string;
+}
+
+/** Who asks for a push: the device must be theirs, or granted to their token (`devices` globs). */
+export interface FleetCaller {
+  principal?: string;
+}
+
+export const DEVICE_PUSH = Symbol('DEVICE_PUSH');
+
+/**
+ * Pushes speech to a device. Rejects with a `GatewayError`: `DEVICE_OFFLINE` (not connected
+ * anywhere, not held), `DEVICE_BUSY` (its queue of pushes is full), `FORBIDDEN` (the caller may
+ * not reach it: to the caller it looks offline, so `DEVICE_OFFLINE` too), `INVALID_MESSAGE` (bad
+ * id, empty or oversized text, bad `holdS`).
+ */
+export interface DevicePush {
+  say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt>;
+  /** The device id a connection named at its upgrade (`Device-Id`), if it named one. */
+  deviceOfConnection(connectionId: string): string | undefined;
+  /** Whether `caller` may reach `deviceId`, online or not: a device its principal connected (last), or one its token is granted. */
+  mayReach(caller: FleetCaller, deviceId: string): Promise<boolean>;
+}

@@ -1,0 +1,107 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import { httpStatusOf } from '../core/errors/describe-exception';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { ToolCallService } from '../core/tools/tool-call.service';
+import type { DeviceEntry } from './device-entry';
+import { agentToolName } from './device-id';
+import type { PushReceipt } from './device-push';
+import { FleetService } from './fleet.service';
+
+/** A device as the HTTP routes show it. */
+export interface DeviceView {
+  id: string;
+  instance: string;
+  connected_at: string;
+  tools: { name: string; agent_name: string; description: string; input_schema: unknown; visibility: string }[];
+}
+
+const viewOf = (entry: DeviceEntry): DeviceView => ({
+  id: entry.id,
+  instance: entry.instance,
+  connected_at: entry.since,
+  tools: entry.tools.map((tool) => ({
+    name: tool.name,
+    agent_name: agentToolName(entry.id, tool.name),
+    description: tool.description,
+    input_schema: tool.inputSchema,
+    visibility: tool.visibility,
+  })),
+});
+
+const receiptOf = ({ delivered, turnId }: PushReceipt) => ({ delivered, turn_id: turnId });
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'The body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+function optionalBoolean(body: Record<string, unknown>, name: string): boolean | undefined {
+  const value = body[name];
+  if (value !== undefined && typeof value !== 'boolean') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `${name} must be true or false`);
+  return value;
+}
+
+/**
+ * The fleet over HTTP, behind the bearer check, each caller seeing only the devices it may reach
+ * (its own principal's, and those its `devices` globs grant; any other looks offline):
+ * `GET /devices`, `GET /devices/<id>`, `POST /devices/<id>/say {"text", "interrupt"?, "hold_s"?}`,
+ * `POST /devices/<id>/turns {"text", "hold_s"?}`, and `POST /devices/<id>/tools/<tool>` with
+ * the arguments as the body. Errors are `{"error": {"code", "message"}}` with the code's status
+ * (`DEVICE_OFFLINE` 404, `DEVICE_BUSY` 429).
+ */
+@Controller('devices')
+@UseGuards(BearerAuthGuard)
+export class DevicesController {
+  constructor(
+    private readonly fleet: FleetService,
+    private readonly toolCalls: ToolCallService,
+  ) {}
+
+  @Get()
+  list(@Req() request: AuthenticatedRequest): { devices: DeviceView[] } {
+    const devices = this.fleet.visibleDevices({ principal: request.principal }).map(viewOf);
+    return { devices: devices.sort((a, b) => a.id.localeCompare(b.id)) };
+  }
+
+  @Get(':id')
+  one(@Param('id') id: string, @Req() request: AuthenticatedRequest): DeviceView {
+    const entry = this.fleet.visibleDevice({ principal: request.principal }, id);
+    if (!entry) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
+    return viewOf(entry);
+  }
+
+  @Post(':id/say')
+  @HttpCode(200)
+  async say(@Param('id') id: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest) {
+    const body = objectBody(raw);
+    const receipt = await this.fleet.say(
+      id,
+      { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
+      { principal: request.principal },
+    );
+    return receiptOf(receipt);
+  }
+
+  @Post(':id/turns')
+  @HttpCode(200)
+  async turn(@Param('id') id: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest) {
+    const body = objectBody(raw);
+    const receipt = await this.fleet.startTurn(id, { text: body.text as string, holdS: body.hold_s as number | undefined }, { principal: request.principal });
+    return receiptOf(receipt);
+  }
+
+  /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */
+  @Post(':id/tools/:tool')
+  async call(@Param('id') id: string, @Param('tool') tool: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest, @Res() response: Response): Promise<void> {
+    const args = raw === undefined ? {} : objectBody(raw);
+    if (!this.fleet.visibleDevice({ principal: request.principal }, id)) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
+    const scope = ToolCallScope.ofRequest('http', request, response);
+    const outcome = await this.toolCalls.call(scope, agentToolName(id, tool), args);
+    if (scope.signal?.aborted) return;
+    if (outcome.ok) response.status(200).json({ result: outcome.value ?? null });
+    else response.status(httpStatusOf(outcome.code)).json({ error: { code: outcome.code, message: outcome.message } });
+  }
+}

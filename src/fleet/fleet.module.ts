@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { DEVICE_PUSH } from './device-push';
+import { DeviceIdentityGuard } from './device-identity.guard';
+import { DeviceToolCatalogue } from './device-tool-catalogue';
+import { DevicesController } from './devices.controller';
+import { FLEET_STORES, openFleetStores } from './fleet-stores';
+import { FleetService } from './fleet.service';
+import { FleetTools } from './fleet.tools';
+
+/**
+ * Every device reachable: the directory of devices online (in memory, or in Redis across
+ * replicas), their tools for agents, speech pushed to them, the `/devices` routes and the
+ * `device_say` tool. The LLM gateway attaches its connections that named a device.
+ */
+@Module({
+  providers: [
+    { provide: FLEET_STORES, inject: [GATEWAY_CONFIG], useFactory: (config: GatewayConfig) => openFleetStores(config) },
+    FleetService,
+    { provide: DEVICE_PUSH, useExisting: FleetService },
+    DeviceIdentityGuard,
+    DeviceToolCatalogue,
+    FleetTools,
+  ],
+  controllers: [DevicesController],
+  exports: [FleetService, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue],
+})
+export class FleetModule {}

@@ -1,0 +1,132 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { languageOfText } from '../assistant/speech/spoken-forms';
+import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { QueueFullError } from '../core/ws/serial-queue';
+import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
+import type { DeviceTool } from '../fleet/device-entry';
+import { deviceIdOf } from '../fleet/device-identity.guard';
+import type { DeviceLink } from '../fleet/device-link';
+import { FleetService } from '../fleet/fleet.service';
+import { ClientToolsService } from './client-tools.service';
+import type { LlmConnection } from './llm-connection';
+import { llmResponseFrame, statusFrame } from './llm-gateway.frames';
+import type { LlmServerFrame } from './protocol';
+import { cleanedTurn } from './speech-cleaning.interceptor';
+import { TurnStarter } from './turn-starter';
+
+/** Why a device's older connection is closed when a newer one of the same id arrives. */
+export const CLOSE_REPLACED = { code: 4409, reason: 'Replaced: this device connected again' } as const;
+
+/** A push the device's queue has no room for: the device is busy, not the caller wrong. */
+function busy(deviceId: string, error: unknown): unknown {
+  return error instanceof QueueFullError ? new GatewayError(GatewayErrorCode.DEVICE_BUSY, `Device "${deviceId}" has too many requests waiting (at most ${error.limit})`) : error;
+}
+
+/** An LLM-gateway connection that named a device, as the fleet drives it. */
+class LlmDeviceLink implements DeviceLink {
+  readonly since = new Date().toISOString();
+  /** Its claim in the directory, which its departure waits for (a socket may close before the claim is written). */
+  attached: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly deviceId: string,
+    private readonly connection: LlmConnection,
+    private readonly clientTools: ClientToolsService,
+    private readonly turns: TurnStarter,
+  ) {}
+
+  get principal(): string | undefined {
+    return this.connection.principal;
+  }
+
+  get connectionId(): string {
+    return this.connection.id;
+  }
+
+  agentTools(): DeviceTool[] {
+    return [...this.connection.state.agentTools.values()];
+  }
+
+  callTool(toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    return this.clientTools.callForAgent(this.connection, toolName, args, AbortSignal.any([signal, this.connection.signal]));
+  }
+
+  say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): void {
+    const { state } = this.connection;
+    if (options.interrupt) for (const turn of [...state.turns.values()]) turn.cancel();
+    try {
+      void this.connection.queue().run(() => this.speak(turnId, text, options.reminderId));
+    } catch (error) {
+      throw busy(this.deviceId, error);
+    }
+  }
+
+  startTurn(turnId: string, text: string): void {
+    let frames;
+    try {
+      frames = this.turns.start(this.connection, { type: 'text_input', text, turn_id: turnId }, { interrupt: false, origin: 'push' }).frames;
+    } catch (error) {
+      throw busy(this.deviceId, error);
+    }
+    cleanedTurn(frames, this.connection).subscribe((frame) => this.connection.send(frame));
+  }
+
+  replaced(): void {
+    this.connection.close(CLOSE_REPLACED.code, CLOSE_REPLACED.reason);
+  }
+
+  /** A pushed sentence, in its turn: the answer, cleaned for speech as the connection asked, then `idle`. */
+  private speak(turnId: string, text: string, reminderId: string | undefined): void {
+    if (!this.connection.isOpen) return;
+    const { state } = this.connection;
+    const content = state.cleanResponses ? cleanForSpeech(text, languageOfText(text)) : text;
+    const frames: LlmServerFrame[] = [
+      { ...llmResponseFrame(content, []), ...(reminderId !== undefined && { reminder_id: reminderId }) },
+      statusFrame('idle', { session_id: state.sessionId }),
+    ];
+    for (const frame of frames) this.connection.send({ ...frame, turn_id: turnId, origin: 'push' });
+  }
+}
+
+/**
+ * The LLM gateway's part in the fleet: a connection that named a device (`Device-Id`) joins the
+ * directory when it opens, tells it when its tools change, and leaves it when it closes.
+ */
+@Injectable()
+export class DeviceLinks {
+  private readonly logger = new Logger('Fleet');
+  private readonly links = new WeakMap<LlmConnection, LlmDeviceLink>();
+
+  constructor(
+    private readonly fleet: FleetService,
+    private readonly clientTools: ClientToolsService,
+    private readonly turns: TurnStarter,
+  ) {}
+
+  /** Joins the directory, after the connection's session is open (the queue runs in order), so held pushes come after `connected`. */
+  open(connection: LlmConnection): void {
+    const deviceId = deviceIdOf(connection.request);
+    if (deviceId === undefined) return;
+    connection.state.deviceId = deviceId;
+    const link = new LlmDeviceLink(deviceId, connection, this.clientTools, this.turns);
+    this.links.set(connection, link);
+    link.attached = this.fleet.attach(link).catch((error: Error) => {
+      this.logger.error(`Device ${deviceId} could not join the directory: ${error.message}`);
+      connection.close(CLOSE_INTERNAL_ERROR, 'Device directory unavailable');
+    });
+  }
+
+  toolsChanged(connection: LlmConnection): void {
+    const link = this.links.get(connection);
+    if (!link) return;
+    void link.attached.then(() => this.fleet.toolsChanged(link)).catch((error: Error) => this.logger.warn(`Device ${link.deviceId}: tools not updated in the directory: ${error.message}`));
+  }
+
+  close(connection: LlmConnection): void {
+    const link = this.links.get(connection);
+    if (!link) return;
+    this.links.delete(connection);
+    void link.attached.then(() => this.fleet.detach(link)).catch((error: Error) => this.logger.warn(`Device ${link.deviceId} could not leave the directory: ${error.message}`));
+  }
+}
