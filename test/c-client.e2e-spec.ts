@@ -350,6 +350,65 @@ describe('C client (clients/c)', () => {
       expect(result.stderr).toContain('error: the connection closed');
     });
   });
+
+  describe('llm_device_example and pushed speech (frames with origin "push")', () => {
+    let server: WebSocketServer;
+    let url: string;
+
+    beforeAll(async () => {
+      server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+      await new Promise((resolve) => server.once('listening', resolve));
+      url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      server.on('connection', (ws, request) => {
+        const send = (frame: object) => ws.send(JSON.stringify({ ...frame, timestamp: new Date().toISOString() }));
+        const push = (turnId: string, frame: object) => send({ ...frame, turn_id: turnId, origin: 'push' });
+        const say = (turnId: string, content: string, extra: object = {}) => {
+          push(turnId, { type: 'llm_response', content, tool_calls: [], is_final: true, ...extra });
+          push(turnId, { type: 'status', status: 'idle', data: { session_id: 'push-session' } });
+        };
+        let ownTurn = '';
+        send({ type: 'status', status: 'connected', data: { session_id: 'push-session' } });
+        ws.on('message', (data) => {
+          const frame = JSON.parse(data.toString());
+          if (frame.type === 'register_tools') {
+            send({ type: 'tools_registered', count: 2, tools: frame.tools.map((tool: any) => ({ name: tool.name, status: 'registered' })) });
+            // A device that names itself is given what was held for it.
+            if (request.url?.includes('device_id=kitchen')) say('push-held', 'Take your pills.', { reminder_id: 'rem-1' });
+          } else if (frame.type === 'text_input') {
+            // The text waits behind a pushed turn that calls a device tool.
+            ownTurn = frame.turn_id;
+            say('push-1', 'Dinner is ready.', { reminder_id: 'rem-2' });
+            push('push-2', { type: 'status', status: 'processing', data: {} });
+            push('push-2', { type: 'tool_callback', call_id: 'push-call', tool_name: 'set_volume', arguments: { volume: 20 } });
+          } else if (frame.type === 'tool_result' && frame.call_id === 'push-call') {
+            push('push-2', { type: 'llm_response', content: `Volume ${frame.result.volume}.`, tool_calls: [], is_final: true });
+            push('push-2', { type: 'status', status: 'idle', data: {} });
+            send({ type: 'status', status: 'processing', data: {}, turn_id: ownTurn });
+            send({ type: 'llm_response', content: 'Good night.', tool_calls: [], is_final: true, turn_id: ownTurn });
+            send({ type: 'status', status: 'idle', data: {}, turn_id: ownTurn });
+            say('push-3', 'Sleep well.');
+          }
+        });
+      });
+    });
+    afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+    it('prints pushed answers as [push], runs a pushed turn\'s tool, and still ends on its own answer', async () => {
+      const result = await device(url, 'Good night');
+      expect(result).toMatchObject({ code: 0, killed: false });
+      expect(lines(result.stdout)).toEqual(['[push reminder_id=rem-2] Dinner is ready.', '[push] Volume 20.', 'Good night.']);
+      expect(result.stderr).toContain('[push] tool set_volume ran on the device: ok');
+    });
+
+    it('waits for pushes after its answer, or only listens, under ASan and UBSan too', async () => {
+      const waiting = await sanitizedDevice(url, '--pushes', '3', 'Good night');
+      expect(waiting.code).toBe(0);
+      expect(lines(waiting.stdout)).toEqual(['[push reminder_id=rem-2] Dinner is ready.', '[push] Volume 20.', 'Good night.', '[push] Sleep well.']);
+      const listening = await sanitizedDevice(`${url}?device_id=kitchen`, '--pushes', '1');
+      expect(listening.code).toBe(0);
+      expect(lines(listening.stdout)).toEqual(['[push reminder_id=rem-1] Take your pills.']);
+    });
+  });
 });
 
 /** TLS in front of the gateway, with the test-only certificate for localhost. */

@@ -43,22 +43,23 @@ static int set_volume(const cJSON *arguments, cJSON **result, char *error, size_
 }
 
 static const llm_tool_t TOOLS[] = {
-    {"get_battery", "获取设备当前电量百分比", "{\"type\":\"object\",\"properties\":{},\"required\":[]}", get_battery, NULL},
+    {"get_battery", "获取设备当前电量百分比", "{\"type\":\"object\",\"properties\":{},\"required\":[]}", get_battery, NULL, LLM_VISIBILITY_BOTH},
     {"set_volume", "设置设备音量",
      "{\"type\":\"object\",\"properties\":{\"volume\":{\"type\":\"integer\",\"description\":\"音量值 0-100\","
      "\"minimum\":0,\"maximum\":100}},\"required\":[\"volume\"]}",
-     set_volume, NULL},
+     set_volume, NULL, LLM_VISIBILITY_BOTH},
 };
 
 static void usage(FILE *err)
 {
-    fputs("usage: llm_device_example URL [options] \"sentence\"\n"
+    fputs("usage: llm_device_example URL [options] \"sentence\"   (the sentence may be left out with --pushes)\n"
           "  --token T                 bearer token sent at the upgrade\n"
           "  --resume SESSION_ID       resume this session before the sentence\n"
           "  --print-session           print session_id=<id> once connected\n"
           "  --context                 configure enable_context true (the model sees the history)\n"
           "  --stream                  configure stream true (sentence partials, then the answer)\n"
           "  --cancel-after-partials N cancel the turn after N partial answers\n"
+          "  --pushes N                also wait for N pushed answers (the sentence is then optional)\n"
           "  --timeout SECONDS         give up after this long (default 30)\n"
           "  --ca FILE                 PEM CA to trust for wss://\n"
           "  --verbose                 libwebsockets warnings on stderr\n"
@@ -98,6 +99,12 @@ int device_parse_args(int argc, char **argv, device_options_t *o, FILE *err)
                 return DEVICE_EXIT_USAGE;
             }
             o->cancel_after_partials = (int)n;
+        } else if (strcmp(a, "--pushes") == 0 && has_value) {
+            if (!parse_count(argv[++i], 1000, &n) || n == 0) {
+                fprintf(err, "llm_device_example: --pushes needs a count from 1 to 1000\n");
+                return DEVICE_EXIT_USAGE;
+            }
+            o->pushes = (int)n;
         } else if (strcmp(a, "--timeout") == 0 && has_value) {
             if (!parse_count(argv[++i], 3600, &n) || n == 0) {
                 fprintf(err, "llm_device_example: --timeout needs seconds from 1 to 3600\n");
@@ -116,7 +123,7 @@ int device_parse_args(int argc, char **argv, device_options_t *o, FILE *err)
             return DEVICE_EXIT_USAGE;
         }
     }
-    if (o->url == NULL || o->text == NULL) {
+    if (o->url == NULL || (o->text == NULL && o->pushes == 0)) {
         usage(err);
         return DEVICE_EXIT_USAGE;
     }
@@ -133,8 +140,10 @@ typedef struct {
     FILE *out, *err;
     int exit_code; /* -1 while running */
     int sent;
+    int answered; /* the turn of the text ended: answered, or cancelled as asked */
     int partials;
     int cancelled;
+    int pushes;   /* pushed answers printed */
     char spoken[SPOKEN_SIZE];
 } run_t;
 
@@ -143,18 +152,56 @@ static void finish(run_t *r, int code)
     if (r->exit_code < 0) r->exit_code = code;
 }
 
+/* Done once the text's turn has ended and the pushes asked for have come. */
+static void finish_when_done(run_t *r)
+{
+    if ((r->o->text == NULL || r->answered) && r->pushes >= r->o->pushes) finish(r, DEVICE_EXIT_OK);
+}
+
+/* A push is spoken like any answer; its errors and tools are reported and the run goes on. */
+static void on_push_event(run_t *r, const llm_event_t *ev)
+{
+    switch (ev->type) {
+    case LLM_EVENT_RESPONSE:
+        if (ev->u.response.reminder_id != NULL) fprintf(r->out, "[push reminder_id=%s] %s\n", ev->u.response.reminder_id, ev->u.response.content);
+        else fprintf(r->out, "[push] %s\n", ev->u.response.content);
+        fflush(r->out);
+        if (ev->u.response.is_final) {
+            r->pushes++;
+            finish_when_done(r);
+        }
+        break;
+    case LLM_EVENT_ERROR:
+        fprintf(r->err, "[push] error: %s: %s\n", ev->u.error.code, ev->u.error.message);
+        break;
+    case LLM_EVENT_TOOL:
+        fprintf(r->err, "[push] tool %s ran on the %s: %s\n", ev->u.tool.name, ev->u.tool.on_device ? "device" : "server",
+                ev->u.tool.success ? "ok" : "failed");
+        break;
+    case LLM_EVENT_STATUS:
+        if (r->o->verbose) fprintf(r->err, "[push] status %s\n", ev->u.status.status);
+        break;
+    default:
+        break;
+    }
+}
+
 static void on_event(const llm_event_t *ev, void *user)
 {
     run_t *r = (run_t *)user;
     int rc;
     if (r->exit_code >= 0) return;
+    if (ev->origin_push) {
+        on_push_event(r, ev);
+        return;
+    }
     switch (ev->type) {
     case LLM_EVENT_READY:
         if (r->o->print_session) {
             fprintf(r->out, "session_id=%s\n", ev->u.ready.session_id);
             fflush(r->out);
         }
-        if (r->sent) break; /* a second READY would mean a reconnect, which this example does not do */
+        if (r->sent || r->o->text == NULL) break; /* a second READY would mean a reconnect, which this example does not do */
         rc = llm_client_send_text(r->client, r->o->text);
         if (rc != LLM_OK) {
             fprintf(r->err, "error: could not send the text: %s\n", llm_result_name(rc));
@@ -167,7 +214,8 @@ static void on_event(const llm_event_t *ev, void *user)
         fprintf(r->out, "%s\n", ev->u.response.content);
         fflush(r->out);
         if (ev->u.response.is_final) {
-            finish(r, DEVICE_EXIT_OK);
+            r->answered = 1;
+            finish_when_done(r);
             break;
         }
         r->partials++;
@@ -184,10 +232,12 @@ static void on_event(const llm_event_t *ev, void *user)
         }
         break;
     case LLM_EVENT_TURN_END:
+        if (r->answered) break;
         if (ev->u.turn_end.cancelled) {
             fprintf(r->out, "cancelled turn_id=%s\n", ev->turn_id);
             fflush(r->out);
-            finish(r, DEVICE_EXIT_OK);
+            r->answered = 1;
+            finish_when_done(r);
         } else {
             fprintf(r->err, "error: the turn ended without a final answer\n");
             finish(r, DEVICE_EXIT_ERROR_FRAME);
@@ -274,7 +324,8 @@ int device_run(const device_options_t *o, const llm_transport_t *transport, devi
         uint64_t now = now_ms();
         uint32_t wait;
         if (now >= deadline) {
-            fprintf(err, "error: timeout: no answer within %u s\n", (unsigned)(o->timeout_ms / 1000));
+            if (o->text != NULL && !r.answered) fprintf(err, "error: timeout: no answer within %u s\n", (unsigned)(o->timeout_ms / 1000));
+            else fprintf(err, "error: timeout: %d of %d pushed answers within %u s\n", r.pushes, o->pushes, (unsigned)(o->timeout_ms / 1000));
             r.exit_code = DEVICE_EXIT_TIMEOUT;
             break;
         }

@@ -19,12 +19,13 @@ typedef struct {
     const char *url;
     const char *token;
     const char *resume;   /* session to resume before the text */
-    const char *text;
+    const char *text;     /* NULL: say nothing, only listen for pushes */
     const char *ca_file;  /* wss:// CA, for the libwebsockets transport */
     int print_session;
     int stream;
     int context;          /* configure enable_context true */
     int cancel_after_partials; /* 0: never */
+    int pushes;           /* pushed answers to wait for before exiting */
     uint32_t timeout_ms;
     int verbose;
 } device_options_t;
@@ -36,7 +37,7 @@ int device_parse_args(int argc, char **argv, device_options_t *options, FILE *er
 typedef const char *(*device_transport_error_t)(const llm_transport_t *transport);
 
 /* One conversation: connect, register the tools, send the text, answer the tool calls, print
- * each llm_response to out; returns a DEVICE_EXIT_* code. */
+ * each llm_response to out (a pushed one as "[push] ..."); returns a DEVICE_EXIT_* code. */
 int device_run(const device_options_t *options, const llm_transport_t *transport,
                device_transport_error_t transport_error, FILE *out, FILE *err);
 

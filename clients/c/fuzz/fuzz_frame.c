@@ -71,8 +71,8 @@ static int echo(const cJSON *arguments, cJSON **result, char *error, size_t erro
 }
 
 static const llm_tool_t TOOLS[] = {
-    {"get_battery", "battery", "{\"type\":\"object\"}", echo, NULL},
-    {"set_volume", "volume", "{\"type\":\"object\",\"properties\":{\"volume\":{\"type\":\"integer\"}}}", echo, NULL},
+    {"get_battery", "battery", "{\"type\":\"object\"}", echo, NULL, LLM_VISIBILITY_BOTH},
+    {"set_volume", "volume", "{\"type\":\"object\",\"properties\":{\"volume\":{\"type\":\"integer\"}}}", echo, NULL, LLM_VISIBILITY_BOTH},
 };
 
 static size_t touched;
@@ -90,6 +90,7 @@ static void on_event(const llm_event_t *ev, void *user)
     case LLM_EVENT_READY: touch(ev->u.ready.session_id); break;
     case LLM_EVENT_RESPONSE:
         if (strlen(ev->u.response.content) != ev->u.response.length) abort();
+        touch(ev->u.response.reminder_id);
         break;
     case LLM_EVENT_ERROR:
         touch(ev->u.error.code);

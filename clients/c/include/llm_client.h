@@ -82,12 +82,21 @@ typedef struct llm_transport {
 typedef int (*llm_tool_handler_t)(const cJSON *arguments, cJSON **result, char *error,
                                   size_t error_size, void *user);
 
+/* Who may call a tool. Agents and users reach a device's tools through the gateway's other
+ * protocols; the model is the one of this device's own turns. */
+typedef enum {
+    LLM_VISIBILITY_BOTH = 0, /* the default: not sent */
+    LLM_VISIBILITY_AGENTS,   /* never offered to the model: reboot, firmware update */
+    LLM_VISIBILITY_MODEL     /* offered only to this device's model */
+} llm_tool_visibility_t;
+
 typedef struct {
     const char *name;        /* the spec's rules: [A-Za-z_][A-Za-z0-9_.]*, 1-64, no "..", no trailing "." */
     const char *description; /* the model reads it to decide when to call */
     const char *parameters;  /* JSON Schema of the arguments, an object, as JSON text */
     llm_tool_handler_t handler;
     void *user;
+    llm_tool_visibility_t visibility; /* last, so a zeroed or designated initializer means BOTH */
 } llm_tool_t;
 
 /* Timings the gateway may put on a final answer; -1 where absent. */
@@ -98,7 +107,8 @@ typedef struct {
 typedef enum {
     /* The session is open (resumed or new) and the tools are registered: text may be sent. */
     LLM_EVENT_READY,
-    /* An llm_response: a sentence while streaming (is_final 0, seq 0,1,2...), or the answer. */
+    /* An llm_response: a sentence while streaming (is_final 0, seq 0,1,2...), or the answer;
+     * with origin_push set, speech the gateway pushed (see llm_event_t). */
     LLM_EVENT_RESPONSE,
     /* The turn is over (status idle, or the connection closed: failed = 1). */
     LLM_EVENT_TURN_END,
@@ -121,12 +131,21 @@ typedef struct {
     const char *turn_id; /* the turn the frame belongs to, "" when the gateway sent none */
     union {
         struct { const char *session_id; int resumed; } ready;
-        struct { const char *content; size_t length; int is_final; int seq; llm_timing_t timing; } response;
+        struct {
+            const char *content; size_t length; int is_final; int seq; llm_timing_t timing;
+            const char *reminder_id; /* on a pushed answer a reminder made; NULL otherwise */
+        } response;
         struct { int cancelled; int failed; } turn_end;
         struct { const char *code; const char *message; const char *details; } error;
         struct { const char *status; const char *session_id; const cJSON *data; } status;
         struct { const char *name; int on_device; int success; } tool;
     } u;
+    /* 1 on the events of a push (frames with "origin": "push"): speech no text of this client
+     * asked for, such as a reminder, under the push's own turn_id. A RESPONSE is to be spoken
+     * as any other; STATUS, TOOL and ERROR events say how the pushed turn goes. A push never
+     * opens, answers or ends a turn of this client's: it has no TURN_END, its status idle is a
+     * STATUS event, and its tool callbacks run the device's tools as a turn's do. */
+    int origin_push;
 } llm_event_t;
 
 typedef void (*llm_event_handler_t)(const llm_event_t *event, void *user);

@@ -55,17 +55,24 @@ static void emit(llm_client_t *c, llm_event_t *ev)
     if (c->cfg.on_event != NULL) c->cfg.on_event(ev, c->cfg.user);
 }
 
-static void emit_error(llm_client_t *c, const char *turn_id, const char *code, const char *message,
-                       const char *details)
+static void emit_error_of(llm_client_t *c, const char *turn_id, int push, const char *code, const char *message,
+                          const char *details)
 {
     llm_event_t ev;
     memset(&ev, 0, sizeof ev);
     ev.type = LLM_EVENT_ERROR;
     ev.turn_id = turn_id;
+    ev.origin_push = push;
     ev.u.error.code = code;
     ev.u.error.message = message;
     ev.u.error.details = details;
     emit(c, &ev);
+}
+
+static void emit_error(llm_client_t *c, const char *turn_id, const char *code, const char *message,
+                       const char *details)
+{
+    emit_error_of(c, turn_id, 0, code, message, details);
 }
 
 /* ---- sending --------------------------------------------------------------------------- */
@@ -108,6 +115,10 @@ static void write_register_tools(llm_client_t *c, llm_jw_t *w)
         llm_jw_str(w, t->description);
         add_key(w, "parameters");
         llm_jw_raw(w, t->parameters); /* checked to be one JSON object by llm_client_init */
+        if (t->visibility != LLM_VISIBILITY_BOTH) {
+            add_key(w, "visibility");
+            llm_jw_str(w, t->visibility == LLM_VISIBILITY_AGENTS ? "agents" : "model");
+        }
         llm_jw_raw(w, "}");
     }
     llm_jw_raw(w, "]");
@@ -330,7 +341,7 @@ static int send_tool_result(llm_client_t *c, const char *call_id, int success, c
     return send_frame(c, &w);
 }
 
-static void on_tool_callback(llm_client_t *c, const llm_frame_t *f, const char *turn_id)
+static void on_tool_callback(llm_client_t *c, const llm_frame_t *f, const char *turn_id, int push)
 {
     const llm_tool_t *tool = find_tool(c, f->tool_name);
     char error[TOOL_ERROR_SIZE];
@@ -353,18 +364,19 @@ static void on_tool_callback(llm_client_t *c, const llm_frame_t *f, const char *
         /* Tell the gateway now rather than let it wait for TOOL_RESULT_TIMEOUT. */
         const char *why = rc == LLM_ERR_NO_ROOM ? "tool result does not fit the device's send buffer"
                                                 : "tool result is not valid UTF-8";
-        emit_error(c, turn_id, rc == LLM_ERR_NO_ROOM ? "CLIENT_NO_ROOM" : "CLIENT_BAD_TOOL_RESULT", why, f->tool_name);
+        emit_error_of(c, turn_id, push, rc == LLM_ERR_NO_ROOM ? "CLIENT_NO_ROOM" : "CLIENT_BAD_TOOL_RESULT", why, f->tool_name);
         ok = 0;
         rc = send_tool_result(c, f->call_id, 0, NULL, why);
     }
     cJSON_Delete(result);
     if (rc != LLM_OK) {
-        emit_error(c, turn_id, "CLIENT_SEND_FAILED", "could not send tool_result", llm_result_name(rc));
+        emit_error_of(c, turn_id, push, "CLIENT_SEND_FAILED", "could not send tool_result", llm_result_name(rc));
         return;
     }
     memset(&ev, 0, sizeof ev);
     ev.type = LLM_EVENT_TOOL;
     ev.turn_id = turn_id;
+    ev.origin_push = push;
     ev.u.tool.name = f->tool_name;
     ev.u.tool.on_device = 1;
     ev.u.tool.success = ok;
@@ -401,9 +413,14 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
     llm_turn_t *turn = NULL;
     const char *turn_id = f->turn_id;
     int stale = 0;
+    int turn_frame = f->type == LLM_FRAME_RESPONSE || f->type == LLM_FRAME_TOOL_CALL ||
+                     f->type == LLM_FRAME_TOOL_CALLBACK || f->type == LLM_FRAME_ERROR;
+    /* A push's frames (origin "push") are reported under the push's own turn id and kept from
+     * this client's turns, which they must not adopt, answer, fail or end; its tool callbacks
+     * run the device's tools all the same. */
+    int push = f->push && (turn_frame || (f->type == LLM_FRAME_STATUS && strcmp(f->status, "connected") != 0));
 
-    if (f->type == LLM_FRAME_RESPONSE || f->type == LLM_FRAME_TOOL_CALL || f->type == LLM_FRAME_TOOL_CALLBACK ||
-        f->type == LLM_FRAME_ERROR) {
+    if (turn_frame && !push) {
         turn = turn_of(c, f->turn_id, &stale);
         if (turn != NULL) turn_id = turn->id;
         /* late frames of a turn already over: no answer to play, no tool to run */
@@ -411,10 +428,19 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
     }
     memset(&ev, 0, sizeof ev);
     ev.turn_id = turn_id;
+    ev.origin_push = push;
 
     switch (f->type) {
     case LLM_FRAME_STATUS:
-        on_status(c, f);
+        if (!push) {
+            on_status(c, f);
+            break;
+        }
+        ev.type = LLM_EVENT_STATUS;
+        ev.u.status.status = f->status;
+        ev.u.status.session_id = f->session_id;
+        ev.u.status.data = f->data;
+        emit(c, &ev);
         break;
     case LLM_FRAME_RESPONSE:
         if (turn != NULL && turn->cancelled) break;
@@ -425,6 +451,7 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
         ev.u.response.is_final = f->is_final;
         ev.u.response.seq = f->seq;
         ev.u.response.timing = f->timing;
+        ev.u.response.reminder_id = f->reminder_id;
         emit(c, &ev);
         break;
     case LLM_FRAME_TOOL_CALL:
@@ -438,7 +465,7 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
     case LLM_FRAME_TOOL_CALLBACK:
         /* A cancelled turn's tool must not act on the device; the gateway dropped the call. */
         if (turn != NULL && turn->cancelled) break;
-        on_tool_callback(c, f, turn_id);
+        on_tool_callback(c, f, turn_id, push);
         break;
     case LLM_FRAME_TOOLS_REGISTERED:
         on_tools_registered(c, f);
@@ -448,7 +475,8 @@ static void handle(llm_client_t *c, const llm_frame_t *f)
             turn->failed = 1;
             turn->answered = 1;
         }
-        emit_error(c, turn_id, f->code, f->message, f->details);
+        emit_error_of(c, turn_id, push, f->code, f->message, f->details);
+        if (push) break;
         if (c->phase == PHASE_AWAIT_RESUMED) {
             /* The session could not be resumed: carry on in the one the gateway gave us. */
             snprintf(c->session_id, sizeof c->session_id, "%s", c->fresh_session_id);
@@ -530,6 +558,10 @@ int llm_client_init(llm_client_t *c, const llm_client_config_t *cfg)
         if (!llm_utf8_valid(tool->description, strlen(tool->description))) return LLM_ERR_ARG;
         if (tool->parameters == NULL || !valid_schema(tool->parameters)) return LLM_ERR_ARG;
         if (tool->handler == NULL) return LLM_ERR_ARG;
+        if (tool->visibility != LLM_VISIBILITY_BOTH && tool->visibility != LLM_VISIBILITY_AGENTS &&
+            tool->visibility != LLM_VISIBILITY_MODEL) {
+            return LLM_ERR_ARG;
+        }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(cfg->tools[j].name, tool->name) == 0) return LLM_ERR_ARG;
         }

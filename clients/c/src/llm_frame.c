@@ -88,6 +88,8 @@ int llm_frame_parse(const char *data, size_t len, llm_frame_t *frame, const char
         if (strlen(item->valuestring) >= LLM_TURN_ID_SIZE) return fail(frame, problem, "turn_id longer than LLM_TURN_ID_SIZE - 1");
         frame->turn_id = item->valuestring;
     }
+    item = cJSON_GetObjectItemCaseSensitive(frame->root, "origin");
+    frame->push = cJSON_IsString(item) && strcmp(item->valuestring, "push") == 0;
 
     switch (frame->type) {
     case LLM_FRAME_STATUS:
@@ -122,6 +124,7 @@ int llm_frame_parse(const char *data, size_t len, llm_frame_t *frame, const char
         if (cJSON_IsNumber(item) && item->valuedouble >= 0 && item->valuedouble <= 2147483647.0) {
             frame->seq = (int)item->valuedouble;
         }
+        frame->reminder_id = string_of(frame->root, "reminder_id");
         item = cJSON_GetObjectItemCaseSensitive(frame->root, "timing");
         if (cJSON_IsObject(item)) {
             frame->timing.first_token_ms = millis_of(item, "first_token_ms");

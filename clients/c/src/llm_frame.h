@@ -21,6 +21,7 @@ typedef struct {
     cJSON *root;
     llm_frame_type_t type;
     const char *turn_id; /* "" when absent */
+    int push;            /* "origin": "push": a frame of speech the gateway pushed */
     /* status */
     const char *status;
     const char *session_id; /* data.session_id, NULL when absent */
@@ -30,6 +31,7 @@ typedef struct {
     int is_final;
     int seq; /* -1 when absent */
     llm_timing_t timing;
+    const char *reminder_id; /* NULL when absent */
     /* tool_call, tool_callback */
     const char *tool_name;
     int success;

@@ -81,14 +81,20 @@ static const char *or_dash(const char *s)
     return s != NULL ? s : "-";
 }
 
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
 static void record(const llm_event_t *ev, void *user)
 {
     (void)user;
     switch (ev->type) {
     case LLM_EVENT_READY: logf_("READY session=%s resumed=%d", ev->u.ready.session_id, ev->u.ready.resumed); break;
     case LLM_EVENT_RESPONSE:
-        logf_("RESPONSE turn=%s final=%d seq=%d content=%s", ev->turn_id, ev->u.response.is_final, ev->u.response.seq,
-              ev->u.response.content);
+        logf_("RESPONSE turn=%s final=%d seq=%d content=%s%s%s", ev->turn_id, ev->u.response.is_final, ev->u.response.seq,
+              ev->u.response.content, ev->u.response.reminder_id != NULL ? " reminder=" : "",
+              or_empty(ev->u.response.reminder_id));
         CHECK_INT(ev->u.response.length, strlen(ev->u.response.content));
         F.timing = ev->u.response.timing;
         break;
@@ -108,6 +114,11 @@ static void record(const llm_event_t *ev, void *user)
         break;
     case LLM_EVENT_PONG: logf_("PONG"); break;
     case LLM_EVENT_CLOSED: logf_("CLOSED %s", ev->u.error.code); break;
+    }
+    if (ev->origin_push && F.logged > 0) {
+        char line[LOG_LINE];
+        snprintf(line, sizeof line, "push %s", F.log[F.logged - 1]);
+        memcpy(F.log[F.logged - 1], line, sizeof line);
     }
     if (F.react != NULL) F.react(ev);
 }
@@ -222,13 +233,13 @@ static int tool_null(const cJSON *args, cJSON **result, char *error, size_t erro
 #define SCHEMA_VOLUME "{\"type\":\"object\",\"properties\":{\"volume\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":100}},\"required\":[\"volume\"]}"
 
 static const llm_tool_t TOOLS[] = {
-    {"get_battery", "获取设备当前电量百分比", SCHEMA_EMPTY, tool_battery, NULL},
-    {"set_volume", "设置设备音量", SCHEMA_VOLUME, tool_volume, NULL},
-    {"dump_log", "returns a lot", SCHEMA_EMPTY, tool_huge, NULL},
-    {"bad_bytes", "returns bytes that are not UTF-8", SCHEMA_EMPTY, tool_not_utf8, NULL},
-    {"quiet", "fails without saying why", SCHEMA_EMPTY, tool_quiet_failure, NULL},
-    {"nothing", "succeeds with no result", SCHEMA_EMPTY, tool_null, NULL},
-    {"garbled", "fails with a message that is not UTF-8", SCHEMA_EMPTY, tool_garbled_failure, NULL},
+    {"get_battery", "获取设备当前电量百分比", SCHEMA_EMPTY, tool_battery, NULL, LLM_VISIBILITY_BOTH},
+    {"set_volume", "设置设备音量", SCHEMA_VOLUME, tool_volume, NULL, LLM_VISIBILITY_BOTH},
+    {"dump_log", "returns a lot", SCHEMA_EMPTY, tool_huge, NULL, LLM_VISIBILITY_BOTH},
+    {"bad_bytes", "returns bytes that are not UTF-8", SCHEMA_EMPTY, tool_not_utf8, NULL, LLM_VISIBILITY_BOTH},
+    {"quiet", "fails without saying why", SCHEMA_EMPTY, tool_quiet_failure, NULL, LLM_VISIBILITY_BOTH},
+    {"nothing", "succeeds with no result", SCHEMA_EMPTY, tool_null, NULL, LLM_VISIBILITY_BOTH},
+    {"garbled", "fails with a message that is not UTF-8", SCHEMA_EMPTY, tool_garbled_failure, NULL, LLM_VISIBILITY_BOTH},
 };
 #define TOOL_COUNT (sizeof TOOLS / sizeof TOOLS[0])
 
@@ -316,7 +327,7 @@ static void test_init_checks_tools_and_buffers(void)
 {
     llm_client_t c;
     llm_client_config_t cfg;
-    llm_tool_t tool = {"get_battery", "d", SCHEMA_EMPTY, tool_battery, NULL};
+    llm_tool_t tool = {"get_battery", "d", SCHEMA_EMPTY, tool_battery, NULL, LLM_VISIBILITY_BOTH};
     static const char *bad_names[] = {"", "1tool", "tool.", "tool..name", "has space", "dash-name",
                                       "x123456789012345678901234567890123456789012345678901234567890abcd"};
     static const char *good_names[] = {"get_battery", "_private", "device.light.turn_on",
@@ -1090,6 +1101,144 @@ static void test_json_helpers(void)
     CHECK_INT(llm_jw_finish(&w), LLM_ERR_NO_ROOM); /* overflow sticks */
 }
 
+/* ---- pushes: speech no text_input asked for ("origin": "push") ------------------------ */
+
+#define PUSHED(json) "{" json ",\"origin\":\"push\"}"
+
+static void test_push_between_turns_is_spoken_and_opens_no_turn(void)
+{
+    setup();
+    connect_ready("s1");
+    push(PUSHED("\"type\":\"llm_response\",\"content\":\"Dinner is ready.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-1\",\"reminder_id\":\"rem-7\""));
+    push(PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{\"session_id\":\"s1\"},\"turn_id\":\"push-1\""));
+    pump();
+    EXPECT_EVENTS("push RESPONSE turn=push-1 final=1 seq=-1 content=Dinner is ready. reminder=rem-7",
+                  "push STATUS turn=push-1 status=idle session=s1");
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_READY);
+    CHECK_INT(llm_client_cancel(&F.client, NULL), LLM_ERR_STATE); /* no turn of its own to cancel */
+    CHECK_INT(llm_client_send_text(&F.client, "thanks"), LLM_OK);
+    push("{\"type\":\"llm_response\",\"content\":\"You are welcome.\",\"is_final\":true,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"status\",\"status\":\"idle\",\"turn_id\":\"t1\",\"data\":{}}");
+    pump();
+    EXPECT_EVENTS("RESPONSE turn=t1 final=1 seq=-1 content=You are welcome.", "TURN_END turn=t1 cancelled=0 failed=0");
+}
+
+static void test_push_while_a_turn_waits_leaves_that_turn_alone(void)
+{
+    setup();
+    connect_ready("s1");
+    CHECK_INT(llm_client_send_text(&F.client, "What time is it?"), LLM_OK);
+    fake_forget_sent(&F.fake);
+    /* The gateway was running a pushed turn, which the text waits behind: every frame of a turn,
+     * under the push's id. Before any frame of t1, so t1 would adopt the first id it saw. */
+    push(PUSHED("\"type\":\"status\",\"status\":\"processing\",\"data\":{},\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"llm_response\",\"content\":\"Your battery is low.\",\"is_final\":false,\"seq\":0,\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"status\",\"status\":\"waiting_for_tools\",\"data\":{\"pending_tools\":1},\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"tool_callback\",\"call_id\":\"pc1\",\"tool_name\":\"get_battery\",\"arguments\":{},\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"tool_call\",\"tool_name\":\"get_current_time\",\"arguments\":{},\"result\":\"10:00\",\"success\":true,\"duration_ms\":1,\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"llm_response\",\"content\":\"Your battery is low. 85%.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-2\""));
+    push(PUSHED("\"type\":\"error\",\"code\":\"LLM_ERROR\",\"message\":\"a pushed turn's error\",\"turn_id\":\"push-2\""));
+    pump();
+    CHECK_INT(battery_calls, 1);
+    CHECK_STR(fake_sent(&F.fake, 0), "{\"type\":\"tool_result\",\"call_id\":\"pc1\",\"success\":true,\"result\":{\"level\":85,\"charging\":false}}");
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_IN_TURN);
+    CHECK_INT(llm_client_send_text(&F.client, "t1 is not answered yet"), LLM_ERR_STATE);
+    push(PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"push-2\""));
+    pump();
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_IN_TURN);
+    push("{\"type\":\"status\",\"status\":\"processing\",\"turn_id\":\"t1\",\"data\":{}}");
+    push("{\"type\":\"llm_response\",\"content\":\"It is ten.\",\"is_final\":true,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"status\",\"status\":\"idle\",\"turn_id\":\"t1\",\"data\":{}}");
+    pump();
+    EXPECT_EVENTS("push STATUS turn=push-2 status=processing session=-",
+                  "push RESPONSE turn=push-2 final=0 seq=0 content=Your battery is low.",
+                  "push STATUS turn=push-2 status=waiting_for_tools session=-",
+                  "push TOOL turn=push-2 name=get_battery device=1 success=1",
+                  "push TOOL turn=push-2 name=get_current_time device=0 success=1",
+                  "push RESPONSE turn=push-2 final=1 seq=-1 content=Your battery is low. 85%.",
+                  "push ERROR turn=push-2 code=LLM_ERROR message=a pushed turn's error details=-",
+                  "push STATUS turn=push-2 status=idle session=-",
+                  "STATUS turn=t1 status=processing session=-",
+                  "RESPONSE turn=t1 final=1 seq=-1 content=It is ten.",
+                  "TURN_END turn=t1 cancelled=0 failed=0");
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_READY);
+}
+
+static void test_push_that_interrupts_comes_after_the_cancelled_turn(void)
+{
+    setup();
+    connect_ready("s1");
+    CHECK_INT(llm_client_send_text(&F.client, "Tell me a story"), LLM_OK);
+    push("{\"type\":\"llm_response\",\"content\":\"Once upon a time.\",\"is_final\":false,\"seq\":0,\"turn_id\":\"t1\"}");
+    push("{\"type\":\"status\",\"status\":\"cancelled\",\"turn_id\":\"t1\",\"data\":{\"turn_id\":\"t1\"}}");
+    push("{\"type\":\"status\",\"status\":\"idle\",\"turn_id\":\"t1\",\"data\":{}}");
+    push(PUSHED("\"type\":\"llm_response\",\"content\":\"The door is open.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-3\""));
+    push(PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"push-3\""));
+    pump();
+    EXPECT_EVENTS("RESPONSE turn=t1 final=0 seq=0 content=Once upon a time.", "STATUS turn=t1 status=cancelled session=-",
+                  "TURN_END turn=t1 cancelled=1 failed=0",
+                  "push RESPONSE turn=push-3 final=1 seq=-1 content=The door is open.",
+                  "push STATUS turn=push-3 status=idle session=-");
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_READY);
+}
+
+static void test_pushes_held_for_a_reconnecting_device_do_not_disturb_the_resume(void)
+{
+    setup();
+    CHECK_INT(llm_client_set_session(&F.client, "old"), LLM_OK);
+    CHECK_INT(llm_client_connect(&F.client, "ws://g/?device_id=kitchen", NULL, 10), LLM_OK);
+    push("{\"type\":\"status\",\"status\":\"connected\",\"data\":{\"session_id\":\"fresh\"}}");
+    pump();
+    CHECK_STR(fake_last_of(&F.fake, "start_session"), "{\"type\":\"start_session\",\"session_id\":\"old\"}");
+    /* a push's error while the resume is answered is not the resume failing */
+    push(PUSHED("\"type\":\"llm_response\",\"content\":\"You missed a call.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-4\""));
+    push(PUSHED("\"type\":\"error\",\"code\":\"SESSION_ERROR\",\"message\":\"not the resume's\",\"turn_id\":\"push-5\""));
+    push("{\"type\":\"status\",\"status\":\"connected\",\"data\":{\"session_id\":\"old\"}}");
+    pump();
+    CHECK_INT(fake_count_of(&F.fake, "register_tools"), 1);
+    /* nor, while the tools are registered, their registration failing */
+    push(PUSHED("\"type\":\"error\",\"code\":\"TOOL_REGISTRATION_FAILED\",\"message\":\"not the registration's\",\"turn_id\":\"push-6\""));
+    pump();
+    CHECK_INT(llm_client_state(&F.client), LLM_STATE_CONNECTING);
+    push("{\"type\":\"tools_registered\",\"count\":7,\"tools\":[]}");
+    pump();
+    EXPECT_EVENTS("push RESPONSE turn=push-4 final=1 seq=-1 content=You missed a call.",
+                  "push ERROR turn=push-5 code=SESSION_ERROR message=not the resume's details=-",
+                  "push ERROR turn=push-6 code=TOOL_REGISTRATION_FAILED message=not the registration's details=-",
+                  "READY session=old resumed=1");
+    CHECK_STR(llm_client_session_id(&F.client), "old");
+}
+
+static void test_tool_visibility_is_sent_when_not_both(void)
+{
+    static const llm_tool_t tools[] = {
+        {"reboot", "Restarts the device", SCHEMA_EMPTY, tool_null, NULL, LLM_VISIBILITY_AGENTS},
+        {"get_mood", "The lights' colour", SCHEMA_EMPTY, tool_null, NULL, LLM_VISIBILITY_MODEL},
+        {"get_battery", "Battery level", SCHEMA_EMPTY, tool_battery, NULL, LLM_VISIBILITY_BOTH},
+        {.name = "designated", .description = "d", .parameters = SCHEMA_EMPTY, .handler = tool_null},
+    };
+    llm_tool_t bad = {"odd", "d", SCHEMA_EMPTY, tool_null, NULL, (llm_tool_visibility_t)7};
+    cJSON *sent;
+    llm_client_t c;
+    llm_client_config_t cfg;
+
+    setup_with(tools, sizeof tools / sizeof tools[0]);
+    CHECK_INT(llm_client_connect(&F.client, "ws://g/", NULL, 10), LLM_OK);
+    push("{\"type\":\"status\",\"status\":\"connected\",\"data\":{\"session_id\":\"s\"}}");
+    pump();
+    sent = sent_json(fake_last_of(&F.fake, "register_tools"));
+    CHECK_STR(at(sent, "tools.0"), "{\"name\":\"reboot\",\"description\":\"Restarts the device\",\"parameters\":" SCHEMA_EMPTY ",\"visibility\":\"agents\"}");
+    CHECK_STR(at(sent, "tools.1.visibility"), "\"model\"");
+    CHECK_STR(at(sent, "tools.2.visibility"), "(absent)");
+    CHECK_STR(at(sent, "tools.3.visibility"), "(absent)");
+    cJSON_Delete(sent);
+
+    cfg = F.cfg;
+    cfg.tools = &bad;
+    cfg.tool_count = 1;
+    CHECK_INT(llm_client_init(&c, &cfg), LLM_ERR_ARG);
+}
+
 /* ---- the example program's logic (device_app.c) over a scripted fake server ------------ */
 
 typedef struct {
@@ -1104,6 +1253,13 @@ static void scripted_server(fake_transport_t *f, const char *frame, void *user)
     const char *type = cJSON_GetObjectItem(root, "type")->valuestring;
     if (strcmp(type, "register_tools") == 0) {
         fake_push(f, "{\"type\":\"tools_registered\",\"count\":2,\"tools\":[{\"name\":\"get_battery\",\"status\":\"registered\"},{\"name\":\"set_volume\",\"status\":\"registered\"}]}");
+        if (strcmp(s->scenario, "listen") == 0) {
+            /* a reminder held for the device, then an agent's message */
+            fake_push(f, PUSHED("\"type\":\"llm_response\",\"content\":\"Take your pills.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-r\",\"reminder_id\":\"r1\""));
+            fake_push(f, PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"push-r\""));
+            fake_push(f, PUSHED("\"type\":\"llm_response\",\"content\":\"Dinner is ready.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-s\""));
+            fake_push(f, PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"push-s\""));
+        }
     } else if (strcmp(type, "start_session") == 0) {
         const char *id = cJSON_GetObjectItem(root, "session_id")->valuestring;
         char reply[256];
@@ -1114,6 +1270,21 @@ static void scripted_server(fake_transport_t *f, const char *frame, void *user)
             fake_push(f, reply);
         }
     } else if (strcmp(type, "text_input") == 0) {
+        if (strcmp(s->scenario, "push") == 0) {
+            /* the text waits behind a pushed turn that lowers the volume, and a pushed error */
+            fake_push(f, PUSHED("\"type\":\"status\",\"status\":\"processing\",\"data\":{},\"turn_id\":\"push-v\""));
+            fake_push(f, PUSHED("\"type\":\"tool_callback\",\"call_id\":\"pv\",\"tool_name\":\"set_volume\",\"arguments\":{\"volume\":20},\"turn_id\":\"push-v\""));
+            fake_push(f, PUSHED("\"type\":\"llm_response\",\"content\":\"It is late: volume down.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-v\",\"reminder_id\":\"quiet-hours\""));
+            fake_push(f, PUSHED("\"type\":\"error\",\"code\":\"LLM_ERROR\",\"message\":\"second push failed\",\"turn_id\":\"push-w\""));
+            fake_push(f, PUSHED("\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"push-v\""));
+            fake_push(f, "{\"type\":\"status\",\"status\":\"processing\",\"data\":{},\"turn_id\":\"t1\"}");
+            fake_push(f, "{\"type\":\"llm_response\",\"content\":\"Good night.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"t1\"}");
+            fake_push(f, "{\"type\":\"status\",\"status\":\"idle\",\"data\":{},\"turn_id\":\"t1\"}");
+            /* a push after the answer: only a run that waits for it reads it */
+            fake_push(f, PUSHED("\"type\":\"llm_response\",\"content\":\"Sleep well.\",\"tool_calls\":[],\"is_final\":true,\"turn_id\":\"push-x\""));
+            cJSON_Delete(root);
+            return;
+        }
         fake_push(f, "{\"type\":\"status\",\"status\":\"processing\",\"data\":{}}");
         if (strcmp(s->scenario, "battery") == 0) {
             fake_push(f, "{\"type\":\"status\",\"status\":\"waiting_for_tools\",\"data\":{\"pending_tools\":2}}");
@@ -1241,6 +1412,37 @@ static void test_example_stream_and_cancel_after_partials(void)
     CHECK_STR(r.out, "One.\nTwo.\nThree.\nOne.Two.Three.\n");
 }
 
+static void test_example_prints_pushes_and_still_ends_on_its_own_answer(void)
+{
+    app_run_t r;
+    device_volume = 30;
+    r = RUN_APP("push", "ws://gw/", "Good night");
+    CHECK_INT(r.code, DEVICE_EXIT_OK);
+    CHECK_STR(r.out, "[push reminder_id=quiet-hours] It is late: volume down.\nGood night.\n");
+    CHECK_INT(device_volume, 20);
+    CHECK(strstr(r.err, "[push] tool set_volume ran on the device: ok") != NULL);
+    CHECK(strstr(r.err, "[push] error: LLM_ERROR: second push failed") != NULL);
+
+    /* waiting for two pushes: the one before the answer, and the one after */
+    r = RUN_APP("push", "ws://gw/", "--pushes", "2", "Good night");
+    CHECK_INT(r.code, DEVICE_EXIT_OK);
+    CHECK_STR(r.out, "[push reminder_id=quiet-hours] It is late: volume down.\nGood night.\n[push] Sleep well.\n");
+}
+
+static void test_example_listens_for_pushes_without_a_sentence(void)
+{
+    app_run_t r = RUN_APP("listen", "ws://gw/", "--pushes", "2");
+    CHECK_INT(r.code, DEVICE_EXIT_OK);
+    CHECK_STR(r.out, "[push reminder_id=r1] Take your pills.\n[push] Dinner is ready.\n");
+    CHECK_INT(fake_count_of(&F.fake, "text_input"), 0);
+
+    r = RUN_APP("silent", "ws://gw/", "--pushes", "1");
+    CHECK_INT(r.code, DEVICE_EXIT_TIMEOUT);
+    CHECK(strstr(r.err, "error: timeout: 0 of 1 pushed answers") != NULL);
+    r = RUN_APP("listen", "ws://gw/", "--pushes", "0");
+    CHECK_INT(r.code, DEVICE_EXIT_USAGE);
+}
+
 static void test_example_failures_exit_non_zero(void)
 {
     app_run_t r = RUN_APP("error", "ws://gw/", "hi");
@@ -1327,9 +1529,16 @@ int main(void)
     RUN(test_oversized_frame_is_an_error_and_the_client_goes_on);
     RUN(test_calls_from_inside_callbacks);
     RUN(test_json_helpers);
+    RUN(test_push_between_turns_is_spoken_and_opens_no_turn);
+    RUN(test_push_while_a_turn_waits_leaves_that_turn_alone);
+    RUN(test_push_that_interrupts_comes_after_the_cancelled_turn);
+    RUN(test_pushes_held_for_a_reconnecting_device_do_not_disturb_the_resume);
+    RUN(test_tool_visibility_is_sent_when_not_both);
     RUN(test_example_answers_tools_and_prints_the_answer);
     RUN(test_example_resume_and_context);
     RUN(test_example_stream_and_cancel_after_partials);
+    RUN(test_example_prints_pushes_and_still_ends_on_its_own_answer);
+    RUN(test_example_listens_for_pushes_without_a_sentence);
     RUN(test_example_failures_exit_non_zero);
     RUN(test_example_connection_refused);
     fake_free(&F.fake);

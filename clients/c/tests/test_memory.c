@@ -79,11 +79,11 @@ static int set_volume(const cJSON *args, cJSON **result, char *error, size_t err
 }
 
 static const llm_tool_t TOOLS[] = {
-    {"get_battery", "获取设备当前电量百分比", "{\"type\":\"object\",\"properties\":{},\"required\":[]}", get_battery, NULL},
+    {"get_battery", "获取设备当前电量百分比", "{\"type\":\"object\",\"properties\":{},\"required\":[]}", get_battery, NULL, LLM_VISIBILITY_BOTH},
     {"set_volume", "设置设备音量",
      "{\"type\":\"object\",\"properties\":{\"volume\":{\"type\":\"integer\",\"description\":\"音量值 0-100\","
      "\"minimum\":0,\"maximum\":100}},\"required\":[\"volume\"]}",
-     set_volume, NULL},
+     set_volume, NULL, LLM_VISIBILITY_BOTH},
 };
 
 /* What the gateway sends for: connect, register both tools, "电量多少？顺便把音量调到40", the

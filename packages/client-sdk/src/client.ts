@@ -30,7 +30,8 @@ import {
   TurnCallbacks,
   TurnRequest,
 } from './requests.js';
-import { ClientTool, ToolRunner } from './tools.js';
+import { isPush, PushedAnswer, PushSentence, PushTracker } from './push.js';
+import { ClientTool, definitionOf, TOOL_VISIBILITIES, ToolRunner } from './tools.js';
 import { checkSessionId, checkSettings, checkText } from './validation.js';
 import { CONNECTING, messageText, OPEN, resolveWebSocket, WebSocketConstructor, WebSocketLike } from './websocket.js';
 
@@ -98,7 +99,10 @@ export interface SessionChange {
   error?: LlmGatewayError;
 }
 
-/** The client's events: one per server frame type, plus the connection's life. */
+/**
+ * The client's events: one per server frame type (pushed frames included: they carry `origin:
+ * "push"`), plus the pushes, told apart from this client's turns, and the connection's life.
+ */
 export interface LlmGatewayClientEvents {
   status: StatusFrame;
   llm_response: LlmResponseFrame;
@@ -107,8 +111,16 @@ export interface LlmGatewayClientEvents {
   tools_registered: ToolsRegisteredFrame;
   /** Every `error` frame, whether or not it also failed a request. */
   error: ErrorFrame;
-  /** A sentence of a streaming turn, ready to speak (`configure({stream: true})`). */
+  /** A sentence of a streaming turn of this client's, ready to speak (`configure({stream: true})`). */
   sentence: { turnId: string; content: string; seq: number };
+  /**
+   * The gateway's own speech, which no `sendText` asked for (a reminder, an agent's message, a
+   * turn the gateway ran for the device): each pushed answer, once. It never settles a request
+   * of this client's.
+   */
+  push: PushedAnswer;
+  /** A sentence of a pushed turn, ready to speak, before its `push` (streaming on). */
+  pushSentence: PushSentence;
   pong: PongFrame;
   /** Every frame sent or received. */
   frame: FrameLogEntry;
@@ -146,6 +158,11 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
   private readonly connectTimeoutMs: number;
   private readonly pipeline = new RequestPipeline((frame) => this.sendNow(frame));
   private readonly tools: ToolRunner;
+  private readonly pushes = new PushTracker({
+    sentence: (sentence) => this.emit('pushSentence', sentence),
+    answer: (answer) => this.emit('push', answer),
+    ended: (turnId) => this.tools.abandonTurn(turnId, 'The pushed turn ended'),
+  });
   private currentState: ConnectionState = 'idle';
   private currentSession?: string;
   private settings: ConfigureSettings = {};
@@ -245,7 +262,7 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     const turn = new TurnRequest(
       { type: 'text_input', text, turn_id: turnId },
       { onSentence },
-      () => this.tools.abandonAll('The turn ended'),
+      () => this.tools.abandonTurn(turnId, 'The turn ended'),
       this.settings.barge_in === true,
     );
     return this.request(turn);
@@ -267,14 +284,14 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
   }
 
   /**
-   * Registers device tools; the gateway offers them to the model, and their handlers answer its
-   * calls. Resolves with each tool's registration: a tool the gateway refused (`status:
-   * "failed"`, with `error` and `code`) is not kept. Kept tools are registered again after a
-   * reconnection.
+   * Registers device tools; the gateway offers them to the model (unless `visibility:
+   * "agents"`) and to agents (unless `"model"`), and their handlers answer the calls. Resolves
+   * with each tool's registration: a tool the gateway refused (`status: "failed"`, with `error`
+   * and `code`) is not kept. Kept tools are registered again after a reconnection.
    */
   async registerTools(tools: ClientTool[]): Promise<ToolRegistration[]> {
     checkTools(tools);
-    const definitions = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+    const definitions = tools.map(definitionOf);
     const answer = await this.request(new RegisterToolsRequest({ type: 'register_tools', tools: definitions }));
     answer.tools.forEach((registration, index) => {
       const tool = tools[index];
@@ -422,7 +439,11 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     });
   }
 
-  /** Logs and announces a frame, then gives it to whoever it concerns. */
+  /**
+   * Logs and announces a frame, then gives it to whoever it concerns. A push's frames never
+   * reach the requests, which are not matched by turn id: a push's `status idle` or `error`
+   * would otherwise end the one that waits (a resume, an `end_session`).
+   */
   private receive(text: string): LlmServerFrame | undefined {
     const frame = parseServerFrame(text);
     this.emit('frame', { direction: 'in', text, frame, at: new Date() });
@@ -430,6 +451,8 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     this.emit(frame.type, frame as never);
     if (frame.type === 'tool_callback') {
       void this.tools.run(frame);
+    } else if (isPush(frame)) {
+      this.pushes.offer(frame);
     } else if (frame.type === 'status' && frame.status === 'connected' && typeof frame.data.reason === 'string' && frame.data.reason in MOVED_BY_GATEWAY) {
       const reason = MOVED_BY_GATEWAY[frame.data.reason as keyof typeof MOVED_BY_GATEWAY];
       this.changeSession({ sessionId: String(frame.data.session_id), previousSessionId: this.currentSession, reason });
@@ -444,10 +467,12 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     this.socket = undefined;
     this.pipeline.setOpen(false);
     this.tools.abandonAll('The connection closed');
+    this.pushes.clear();
     if (this.currentState === 'closing') return;
     const lost = new LlmGatewayError('CONNECTION_LOST', `The connection closed (${closeDescription(event)})`);
     this.pipeline.failSent(lost);
-    const willReconnect = this.reconnection !== undefined;
+    // A newer connection of the same device took this one's place: reconnecting would only take it back.
+    const willReconnect = this.reconnection !== undefined && event.code !== CLOSE_REPLACED;
     this.emit('disconnected', { code: event.code, reason: event.reason, willReconnect });
     if (willReconnect) {
       this.scheduleReconnect();
@@ -568,9 +593,15 @@ function checkTools(tools: unknown): void {
     if (tool.parameters === null || typeof tool.parameters !== 'object' || Array.isArray(tool.parameters)) {
       throw new TypeError(`${where}.parameters must be a JSON Schema object`);
     }
+    if (tool.visibility !== undefined && !TOOL_VISIBILITIES.includes(tool.visibility)) {
+      throw new TypeError(`${where}.visibility must be one of ${TOOL_VISIBILITIES.map((v) => `"${v}"`).join(', ')}`);
+    }
     if (typeof tool.handler !== 'function') throw new TypeError(`${where}.handler must be a function`);
   });
 }
+
+/** The gateway's close code for a device connection replaced by a newer one of the same `Device-Id`. */
+export const CLOSE_REPLACED = 4409;
 
 function closeDescription(event: { code: number; reason: string }): string {
   return event.reason ? `${event.code} ${event.reason}` : String(event.code);

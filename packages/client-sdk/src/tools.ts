@@ -17,9 +17,28 @@ export type ToolHandler<Args extends Record<string, unknown> = Record<string, un
   context: ToolCallContext,
 ) => unknown;
 
+/**
+ * Who may call a device tool: `agents` (agents and users through the gateway's other protocols;
+ * never offered to the model: a reboot, a firmware update), `model` (offered only to this
+ * device's own model), or `both`, the gateway's default.
+ */
+export type ToolVisibility = 'agents' | 'model' | 'both';
+
+export const TOOL_VISIBILITIES: readonly ToolVisibility[] = ['agents', 'model', 'both'];
+
 /** A device tool: its definition for the model, and the function that runs it here. */
 export interface ClientTool<Args extends Record<string, unknown> = Record<string, unknown>> extends ToolDefinition {
+  /** Sent only when set; the gateway treats a tool without one as `both`. */
+  visibility?: ToolVisibility;
   handler: ToolHandler<Args>;
+}
+
+/** A tool as `register_tools` carries it. */
+export type ToolRegistrationDefinition = ToolDefinition & { visibility?: ToolVisibility };
+
+/** What `register_tools` sends of a tool: its handler stays here, `visibility` goes only when set. */
+export function definitionOf({ name, description, parameters, visibility }: ClientTool): ToolRegistrationDefinition {
+  return visibility === undefined ? { name, description, parameters } : { name, description, parameters, visibility };
 }
 
 /** Nobody waits for the answer any more (the turn ended or the socket dropped): send nothing. */
@@ -32,11 +51,12 @@ class HandlerTimedOut extends Error {}
  * exactly one `tool_result` while someone waits for it: the handler's value, or `success:
  * false` with the reason when it threw, returned something that is not JSON, or ran past
  * `timeoutMs`. Calls whose turn is over are abandoned without an answer, since the gateway
- * would refuse it as an unknown `call_id`.
+ * would refuse it as an unknown `call_id`. A call that names no turn (an agent's, through the
+ * gateway's other protocols) belongs to no turn, so no turn's end abandons it.
  */
 export class ToolRunner {
   private readonly tools = new Map<string, ClientTool>();
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, { controller: AbortController; turnId?: string }>();
 
   constructor(
     private readonly respond: (frame: ToolResultFrame) => void,
@@ -53,8 +73,8 @@ export class ToolRunner {
   }
 
   /** Definitions of the accepted tools, to register them again on a new connection. */
-  get definitions(): ToolDefinition[] {
-    return [...this.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
+  get definitions(): ToolRegistrationDefinition[] {
+    return [...this.tools.values()].map(definitionOf);
   }
 
   get names(): string[] {
@@ -74,7 +94,7 @@ export class ToolRunner {
       return;
     }
     const controller = new AbortController();
-    this.running.set(callId, controller);
+    this.running.set(callId, { controller, turnId: callback.turn_id });
     const timer = setTimeout(
       () => controller.abort(new HandlerTimedOut(`Tool "${toolName}" did not answer within ${this.timeoutMs} ms`)),
       this.timeoutMs,
@@ -100,9 +120,16 @@ export class ToolRunner {
     }
   }
 
+  /** Stops the running calls of turn `turnId` without answering them. */
+  abandonTurn(turnId: string, reason: string): void {
+    for (const { controller, turnId: owner } of this.running.values()) {
+      if (owner === turnId) controller.abort(new CallAbandoned(reason));
+    }
+  }
+
   /** Stops every running call without answering it. */
   abandonAll(reason: string): void {
-    for (const controller of this.running.values()) controller.abort(new CallAbandoned(reason));
+    for (const { controller } of this.running.values()) controller.abort(new CallAbandoned(reason));
   }
 }
 

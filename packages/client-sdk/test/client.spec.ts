@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import { LlmGatewayClient, LlmGatewayClientEvents, LlmGatewayClientOptions, LlmGatewayError } from '../src';
+import { CLOSE_REPLACED, LlmGatewayClient, LlmGatewayClientEvents, LlmGatewayClientOptions, LlmGatewayError } from '../src';
 import { ScriptedConnection, ScriptedGateway } from './scripted-gateway';
 
 const BATTERY = {
@@ -59,6 +59,16 @@ describe('LlmGatewayClient', () => {
   }
 
   describe('connecting', () => {
+    it('does not reconnect when a newer connection of the same device replaced it (close 4409)', async () => {
+      const [client, connection] = await connected();
+      const seen = record(client, 'disconnected', 'reconnecting');
+      connection.socket.close(CLOSE_REPLACED, 'Replaced: this device connected again');
+      await connection.closed;
+      await expect(gateway.accept(500)).rejects.toThrow(/No client connected/);
+      expect(seen).toEqual([['disconnected', { code: 4409, reason: 'Replaced: this device connected again', willReconnect: false }]]);
+      expect(client.state).toBe('closed');
+    });
+
     it('resolves with the gateway\'s session and reports the state changes', async () => {
       const client = newClient();
       const seen = record(client, 'state', 'session');
@@ -469,16 +479,47 @@ describe('LlmGatewayClient', () => {
       const slow = { ...BATTERY, handler: (_args: object, context: any) => ((signal = context.signal), new Promise(() => undefined)) };
       const { client, connection } = await withTools([slow]);
       const answer = rejection(client.sendText('battery?'));
-      await connection.next();
-      connection.status('processing');
-      connection.status('waiting_for_tools', { pending_tools: 1 });
-      connection.send({ type: 'tool_callback', call_id: 'call-1', tool_name: 'get_battery', arguments: {} });
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'status', status: 'waiting_for_tools', data: { pending_tools: 1 }, turn_id });
+      connection.send({ type: 'tool_callback', call_id: 'call-1', tool_name: 'get_battery', arguments: {}, turn_id });
       await new Promise((resolve) => client.once('tool_callback', resolve));
-      connection.send({ type: 'error', code: 'TOOL_RESULT_TIMEOUT', message: 'Tool execution timeout' });
-      connection.status('idle');
+      connection.send({ type: 'error', code: 'TOOL_RESULT_TIMEOUT', message: 'Tool execution timeout', turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
       expect((await answer).code).toBe('TOOL_RESULT_TIMEOUT');
       expect(signal?.aborted).toBe(true);
       await connection.expectSilence();
+    });
+
+    it('answers a call that names no turn (an agent\'s) even when a turn ends meanwhile', async () => {
+      let finish!: (value: unknown) => void;
+      const reboot = { ...BATTERY, name: 'reboot', visibility: 'agents' as const, handler: () => new Promise((resolve) => (finish = resolve)) };
+      const { client, connection } = await withTools([reboot]);
+      connection.send({ type: 'tool_callback', call_id: 'agent-1', tool_name: 'reboot', arguments: {} });
+      await new Promise((resolve) => client.once('tool_callback', resolve));
+      const turn = client.sendText('hello');
+      await connection.next();
+      answerTurn(connection, 'Hi.');
+      expect(await turn).toBe('Hi.');
+      finish({ rebooting: true });
+      expect(await connection.next()).toEqual({ type: 'tool_result', call_id: 'agent-1', success: true, result: { rebooting: true } });
+    });
+
+    it('sends each tool\'s visibility when it has one, and refuses one the gateway does not know', async () => {
+      const { client, frame } = await withTools([
+        { ...BATTERY, name: 'reboot', visibility: 'agents' },
+        { ...BATTERY, name: 'get_mood', visibility: 'model' },
+        BATTERY,
+      ]);
+      expect(frame.tools.map((tool: any) => [tool.name, tool.visibility])).toEqual([
+        ['reboot', 'agents'],
+        ['get_mood', 'model'],
+        ['get_battery', undefined],
+      ]);
+      expect('visibility' in frame.tools[2]).toBe(false);
+      await expect(client.registerTools([{ ...BATTERY, visibility: 'everyone' as any }])).rejects.toThrow(
+        'tools[0] ("get_battery").visibility must be one of "agents", "model", "both"',
+      );
     });
   });
 
@@ -561,6 +602,191 @@ describe('LlmGatewayClient', () => {
       connection.drop();
       await closed;
       expect((await rejection(client.sendText('x'))).code).toBe('NOT_CONNECTED');
+    });
+  });
+
+  describe('pushed speech', () => {
+    const PUSH = 'push-8d1c';
+
+    /** A sentence the gateway pushes: its answer, then its idle, each with origin "push". */
+    function say(connection: ScriptedConnection, content: string, extra: Record<string, unknown> = {}, turnId = PUSH): void {
+      connection.send({ type: 'llm_response', content, tool_calls: [], is_final: true, turn_id: turnId, origin: 'push', ...extra });
+      connection.send({ type: 'status', status: 'idle', data: { session_id: 'session-1' }, turn_id: turnId, origin: 'push' });
+    }
+
+    it('reports a sentence pushed between turns as a push, with its reminder, and the next turn gets its own answer', async () => {
+      const [client, connection] = await connected();
+      const seen = record(client, 'push', 'sentence', 'pushSentence');
+      const statuses = record(client, 'status');
+      say(connection, 'Dinner is ready.', { reminder_id: 'rem-7' });
+      await new Promise((resolve) => client.once('status', resolve));
+      expect(seen).toEqual([['push', { turnId: PUSH, content: 'Dinner is ready.', reminderId: 'rem-7', sentences: [], toolCalls: [] }]]);
+      expect(statuses[0][1]).toMatchObject({ status: 'idle', origin: 'push', turn_id: PUSH });
+
+      const turn = client.sendTurn('thanks');
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'You are welcome.', tool_calls: [], is_final: true, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      expect(await turn).toMatchObject({ turnId: turn_id, content: 'You are welcome.', cancelled: false });
+      expect(seen).toHaveLength(1);
+    });
+
+    it('keeps a push that arrives while a turn waits apart from that turn: its sentences, its device tools and its answer are its own', async () => {
+      const { client, connection } = await (async () => {
+        const [client, connection] = await connected();
+        const registering = client.registerTools([BATTERY]);
+        await connection.next();
+        connection.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
+        await registering;
+        return { client, connection };
+      })();
+      await client.configure({ stream: true });
+      await connection.next();
+      const seen = record(client, 'push', 'sentence', 'pushSentence');
+      const heard: string[] = [];
+      const turn = client.sendTurn('What time is it?', { onSentence: (sentence) => heard.push(sentence) });
+      const { turn_id } = await connection.next();
+
+      // The gateway was running a pushed turn: every frame of an ordinary turn, under the push's id.
+      const pushed = { turn_id: PUSH, origin: 'push' };
+      connection.send({ type: 'status', status: 'processing', data: {}, ...pushed });
+      connection.send({ type: 'llm_response', content: 'Your battery is low.', tool_calls: [], is_final: false, seq: 0, ...pushed });
+      connection.send({ type: 'status', status: 'waiting_for_tools', data: { pending_tools: 1 }, ...pushed });
+      connection.send({ type: 'tool_callback', call_id: 'push-call', tool_name: 'get_battery', arguments: {}, ...pushed });
+      expect(await connection.next()).toEqual({ type: 'tool_result', call_id: 'push-call', success: true, result: { level: 85 } });
+      connection.send({ type: 'tool_call', tool_name: 'get_current_time', arguments: {}, result: '10:00', success: true, duration_ms: 1, ...pushed });
+      connection.send({ type: 'llm_response', content: ' It is at 85 percent.', tool_calls: [], is_final: false, seq: 1, ...pushed });
+      const toolCalls = [{ call_id: 'c', name: 'get_battery', arguments: {}, location: 'client', success: true }];
+      connection.send({ type: 'llm_response', content: 'Your battery is low. It is at 85 percent.', tool_calls: toolCalls, is_final: true, ...pushed });
+      connection.send({ type: 'error', code: 'LLM_ERROR', message: 'a pushed turn failing fails no request of the client', ...pushed });
+      connection.send({ type: 'status', status: 'idle', data: {}, ...pushed });
+
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'It is ten.', tool_calls: [], is_final: false, seq: 0, turn_id });
+      connection.send({ type: 'llm_response', content: 'It is ten.', tool_calls: [], is_final: true, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+
+      expect(await turn).toEqual({ turnId: turn_id, content: 'It is ten.', sentences: ['It is ten.'], toolCalls: [], historySaved: true, cancelled: false });
+      expect(heard).toEqual(['It is ten.']);
+      expect(seen).toEqual([
+        ['pushSentence', { turnId: PUSH, content: 'Your battery is low.', seq: 0 }],
+        ['pushSentence', { turnId: PUSH, content: ' It is at 85 percent.', seq: 1 }],
+        [
+          'push',
+          {
+            turnId: PUSH,
+            content: 'Your battery is low. It is at 85 percent.',
+            sentences: ['Your battery is low.', ' It is at 85 percent.'],
+            toolCalls,
+          },
+        ],
+        ['sentence', { turnId: turn_id, content: 'It is ten.', seq: 0 }],
+      ]);
+    });
+
+    it('reports a push that interrupted the client\'s turn after that turn ends cancelled', async () => {
+      const [client, connection] = await connected();
+      const pushed = new Promise((resolve) => client.once('push', resolve));
+      const turn = client.sendTurn('Tell me a story');
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'Once upon a time.', tool_calls: [], is_final: false, seq: 0, turn_id });
+      connection.send({ type: 'status', status: 'cancelled', data: { turn_id }, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      say(connection, 'The front door is open.');
+      expect(await turn).toMatchObject({ cancelled: true, content: 'Once upon a time.' });
+      expect(await pushed).toMatchObject({ content: 'The front door is open.' });
+    });
+
+    it('reports each pushed answer once, and a turn not yet started is not started by a push', async () => {
+      const [client, connection] = await connected();
+      const pushes = record(client, 'push');
+      const turn = client.sendText('hello');
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id: PUSH, origin: 'push' });
+      connection.send({ type: 'llm_response', content: 'First.', tool_calls: [], is_final: true, turn_id: PUSH, origin: 'push' });
+      connection.send({ type: 'llm_response', content: 'Again.', tool_calls: [], is_final: true, turn_id: PUSH, origin: 'push' });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id: PUSH, origin: 'push' });
+      say(connection, 'Second push.', {}, 'push-2');
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'Hi.', tool_calls: [], is_final: true, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      expect(await turn).toBe('Hi.');
+      expect(pushes.map(([, push]) => `${push.turnId}:${push.content}`)).toEqual([`${PUSH}:First.`, 'push-2:Second push.']);
+    });
+
+    it('lets no push frame, not even its idle or an error, settle a pending end_session', async () => {
+      const [client, connection] = await connected();
+      const pushes = record(client, 'push');
+      const ended = client.endSession();
+      await connection.next();
+      say(connection, 'Time to stretch.');
+      connection.send({ type: 'error', code: 'TIMEOUT', message: 'a pushed turn timed out', turn_id: 'push-3', origin: 'push' });
+      const early = await Promise.race([ended.then(() => 'settled', () => 'failed'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 100))]);
+      expect(early).toBe('waiting');
+      connection.status('idle', { message: 'Session ended', session_id: 'session-1' });
+      connection.status('connected', { session_id: 'session-2' });
+      expect(await ended).toBe('session-2');
+      expect(pushes).toHaveLength(1);
+    });
+
+    it('does not let pushes held for a reconnecting device disturb the resume, the tools or what waited', async () => {
+      const { client, connection } = await (async () => {
+        const [client, connection] = await connected();
+        const registering = client.registerTools([{ ...BATTERY, visibility: 'model' }]);
+        await connection.next();
+        connection.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
+        await registering;
+        return { client, connection };
+      })();
+      const sessions = record(client, 'session');
+      const pushes = record(client, 'push');
+      connection.drop();
+      await new Promise((resolve) => client.once('reconnecting', resolve));
+      const waited = client.sendText('after');
+
+      const again = await gateway.accept();
+      expect(await again.next()).toEqual({ type: 'start_session', session_id: 'session-1' });
+      expect(await again.next()).toEqual({
+        type: 'register_tools',
+        tools: [{ name: 'get_battery', description: 'Battery level', parameters: { type: 'object', properties: {} }, visibility: 'model' }],
+      });
+      // Held pushes, delivered as the device came back, before the gateway answers the resume.
+      say(again, 'You missed a call.', { reminder_id: 'rem-1' }, 'push-held-1');
+      again.send({ type: 'error', code: 'SESSION_ERROR', message: 'a push failing is not the resume failing', turn_id: 'push-held-2', origin: 'push' });
+      again.send({ type: 'status', status: 'idle', data: {}, turn_id: 'push-held-2', origin: 'push' });
+      again.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
+      again.status('connected', { session_id: 'session-1' });
+      expect(await again.next()).toEqual({ type: 'text_input', text: 'after', turn_id: expect.stringMatching(/^turn-/) });
+      answerTurn(again, 'back');
+      expect(await waited).toBe('back');
+      expect(sessions.map(([, change]) => change)).toEqual([{ sessionId: 'session-1', previousSessionId: 'session-1', reason: 'resumed' }]);
+      expect(client.registeredTools).toEqual(['get_battery']);
+      expect(pushes.map(([, push]) => push)).toEqual([{ turnId: 'push-held-1', content: 'You missed a call.', reminderId: 'rem-1', sentences: [], toolCalls: [] }]);
+    });
+
+    it('abandons a pushed turn\'s device tool call when that push ends, and only then', async () => {
+      let signal: AbortSignal | undefined;
+      const slow = { ...BATTERY, handler: (_args: object, context: any) => ((signal = context.signal), new Promise(() => undefined)) };
+      const [client, connection] = await connected();
+      const registering = client.registerTools([slow]);
+      await connection.next();
+      connection.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
+      await registering;
+      connection.send({ type: 'tool_callback', call_id: 'push-call', tool_name: 'get_battery', arguments: {}, turn_id: PUSH, origin: 'push' });
+      await new Promise((resolve) => client.once('tool_callback', resolve));
+      const turn = client.sendText('hello');
+      const { turn_id } = await connection.next();
+      connection.send({ type: 'status', status: 'processing', data: {}, turn_id });
+      connection.send({ type: 'llm_response', content: 'Hi.', tool_calls: [], is_final: true, turn_id });
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
+      expect(await turn).toBe('Hi.');
+      expect(signal?.aborted).toBe(false);
+      connection.send({ type: 'status', status: 'idle', data: {}, turn_id: PUSH, origin: 'push' });
+      await new Promise((resolve) => client.once('status', resolve));
+      expect(signal?.aborted).toBe(true);
+      await connection.expectSilence();
     });
   });
 
