@@ -2,6 +2,7 @@ import { LlmGatewayClient } from './sdk/index.js';
 import { setupCatalogue } from './catalogue.js';
 import { setupChat } from './chat.js';
 import { setupDeviceTools } from './device-tools.js';
+import { deviceIdProblem, setupDevices } from './devices.js';
 import { $, httpOriginOf } from './dom.js';
 import { meaningOf } from './error-codes.js';
 import { setupFrameLog } from './frame-log.js';
@@ -23,6 +24,9 @@ import { whyNotConnected } from './reachability.js';
 /** Reconnections the console tries before it gives up and says so. */
 const RECONNECT_ATTEMPTS = 8;
 
+/** How the gateway closes a device's connection when another connection takes its id. */
+const CLOSE_REPLACED = 4409;
+
 const STATE_TEXT = {
   idle: 'Not connected',
   connecting: 'Connecting…',
@@ -35,6 +39,7 @@ const STATE_TEXT = {
 const form = $('#connection');
 const urlInput = $('#gateway-url');
 const tokenInput = $('#token');
+const deviceIdInput = $('#device-id');
 const stateOutput = $('#connection-state');
 const problem = $('#connection-problem');
 const disconnectButton = $('#disconnect');
@@ -49,6 +54,7 @@ urlInput.value = new URLSearchParams(location.search).get('gateway') ?? `${locat
 const gateway = () => ({ origin: httpOriginOf(urlInput.value), token: tokenInput.value.trim() });
 
 const catalogue = setupCatalogue(gateway);
+const devices = setupDevices(gateway);
 /** @type {ViewLifecycle[]} */
 const views = [setupChat(), setupDeviceTools(), setupFrameLog()];
 
@@ -81,26 +87,53 @@ async function disconnect() {
   unsubscribe = [];
   views.forEach((view) => view.disconnected());
   showState('idle');
+  if (current) devices.changed();
+}
+
+/**
+ * The URL the chat connects to: the gateway's, with `device_id` when the page is to act as a
+ * device (browsers cannot set the Device-Id header). Throws when the id breaks the gateway's rule.
+ * @param {string} deviceId
+ */
+function connectionUrl(deviceId) {
+  if (deviceId === '') return urlInput.value;
+  const problem = deviceIdProblem(deviceId);
+  if (problem) throw new TypeError(`Device id "${deviceId}": ${problem}`);
+  const url = new URL(urlInput.value);
+  url.searchParams.set('device_id', deviceId);
+  return url.toString();
 }
 
 async function connect() {
   await disconnect();
   showProblem();
+  const deviceId = deviceIdInput.value.trim();
   let next;
   try {
-    next = new LlmGatewayClient({ url: urlInput.value, token: tokenInput.value.trim(), reconnect: { maxAttempts: RECONNECT_ATTEMPTS } });
+    next = new LlmGatewayClient({ url: connectionUrl(deviceId), token: tokenInput.value.trim(), reconnect: { maxAttempts: RECONNECT_ATTEMPTS } });
   } catch (error) {
-    showProblem(/** @type {Error} */ (error).message);
+    showProblem(/** @type {Error} */ (error).message, 'invalid');
     return;
   }
   client = next;
   /** @type {Listen} */
   const listen = (type, listener) => unsubscribe.push(next.on(type, listener));
   listen('state', showState);
+  // Reconnecting would take the id back from the connection that just took it, and so on for ever.
+  // Closed once the client has scheduled its reconnection, which closing then cancels.
+  listen('disconnected', ({ code, reason }) => {
+    if (code !== CLOSE_REPLACED || client !== next) return;
+    queueMicrotask(() =>
+      void disconnect().then(() =>
+        showProblem(`${reason} (close ${code}): another connection named itself device "${deviceId}", so this page let it have the id and disconnected.`, 'replaced'),
+      ),
+    );
+  });
   views.forEach((view) => view.connected(next, listen));
   try {
     await next.connect();
     void catalogue.load();
+    devices.changed();
   } catch (error) {
     if (client !== next) return;
     const { code, message } = /** @type {any} */ (error);
@@ -111,7 +144,11 @@ async function connect() {
     }
     const { origin, token } = gateway();
     const why = await whyNotConnected(origin, token);
-    if (client === next) showProblem(`${message} ${why.text}`, why.reason);
+    const asDevice =
+      deviceId && why.reason === 'upgrade-refused'
+        ? ` As device "${deviceId}", it is also refused when the token may not connect as that device (its devices in the tokens file) or when another token's device has the id (DEVICE_ID_TAKEN).`
+        : '';
+    if (client === next) showProblem(`${message} ${why.text}${asDevice}`, why.reason);
   }
 }
 
@@ -130,6 +167,7 @@ for (const tab of document.querySelectorAll('[data-tab]')) {
     });
     document.body.dataset.tab = name;
     if (name === 'catalogue') void catalogue.load();
+    devices.setShown(name === 'devices');
   });
 }
 document.body.dataset.tab = 'chat';

@@ -102,20 +102,30 @@ const CALLERS = {
     }),
 };
 
+/** A value of each JSON Schema type, for required properties the schema gives no value for. @type {Record<string, unknown>} */
+const EMPTY_VALUES = { number: 0, integer: 0, boolean: false, object: {}, array: [], string: '' };
+
 /**
- * Arguments to start the call form with: each property's example or default, and a value of
- * the right type for required properties that have neither.
- * @param {CatalogueTool} tool
+ * Arguments to start a call form with: each property's example or default, and a value of the
+ * right type for required properties that have neither. The schema may come from a device, so
+ * anything that is not the shape expected is skipped rather than trusted.
+ * @param {unknown} inputSchema
+ * @param {Record<string, unknown>} [example] the arguments of the tool's first example
  */
-function argumentsTemplate(tool) {
+export function argumentsTemplate(inputSchema, example = {}) {
+  const isObject = (/** @type {unknown} */ value) => value !== null && typeof value === 'object' && !Array.isArray(value);
   /** @type {Record<string, unknown>} */
   const template = {};
-  const required = new Set(tool.inputSchema.required ?? []);
-  const example = tool.examples[0]?.arguments ?? {};
-  for (const [name, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
-    const given = schema.examples?.[0] ?? example[name] ?? schema.default;
+  if (!isObject(inputSchema)) return template;
+  const { properties, required } = /** @type {Record<string, any>} */ (inputSchema);
+  if (!isObject(properties)) return template;
+  const needed = new Set(Array.isArray(required) ? required : []);
+  const first = (/** @type {unknown} */ list) => (Array.isArray(list) ? list[0] : undefined);
+  for (const [name, schema] of Object.entries(properties)) {
+    const property = isObject(schema) ? /** @type {Record<string, any>} */ (schema) : {};
+    const given = first(property.examples) ?? example[name] ?? property.default;
     if (given !== undefined) template[name] = given;
-    else if (required.has(name)) template[name] = schema.enum?.[0] ?? { number: 0, integer: 0, boolean: false, object: {}, array: [] }[schema.type] ?? '';
+    else if (needed.has(name)) template[name] = first(property.enum) ?? (Object.hasOwn(EMPTY_VALUES, property.type) ? EMPTY_VALUES[property.type] : '');
   }
   return template;
 }
@@ -168,7 +178,7 @@ export function setupCatalogue(gateway) {
 /** @param {CatalogueTool} tool @param {() => Gateway} gateway */
 function toolItem(tool, gateway) {
   const args = el('textarea', { rows: 4, spellcheck: 'false', 'aria-label': `Arguments of ${tool.name} (JSON)` });
-  args.value = pretty(argumentsTemplate(tool));
+  args.value = pretty(argumentsTemplate(tool.inputSchema, tool.examples[0]?.arguments));
   const via = el('select', { 'aria-label': 'Call through' }, Object.keys(CALLERS).map((name) => el('option', { text: name })));
   const result = el('div', { class: 'call-result', 'aria-live': 'polite' });
 

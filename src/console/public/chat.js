@@ -96,6 +96,9 @@ export function setupChat() {
     return settings;
   };
 
+  /** Says where a pushed answer came from. @param {string} kind */
+  const pushedLabel = (kind) => (kind.includes('pushed') ? el('small', { class: 'origin', text: 'Pushed by the gateway to this device' }) : undefined);
+
   /** How long the turn took to its first sentence and in all. @param {any} timing */
   const timingText = (timing) =>
     timing ? `first sentence ${timing.first_sentence_ms ?? '–'} ms · total ${timing.total_ms} ms` : undefined;
@@ -150,9 +153,11 @@ export function setupChat() {
       });
       listen('llm_response', (frame) => {
         const turnId = frame.turn_id ?? '';
+        // Nobody on this page asked for a push: a say or a turn sent to this page as a device, or a reminder.
+        const kind = /** @type {any} */ (frame).origin === 'push' ? 'assistant pushed' : 'assistant';
         let entry = streaming.get(turnId);
         if (frame.is_final === false) {
-          if (!entry) streaming.set(turnId, (entry = add('assistant streaming', el('p'))));
+          if (!entry) streaming.set(turnId, (entry = add(`${kind} streaming`, el('p'), pushedLabel(kind))));
           /** @type {HTMLElement} */ (entry.querySelector('p')).textContent += frame.content;
           return;
         }
@@ -168,7 +173,7 @@ export function setupChat() {
               )
             : undefined;
         const timing = timingText(frame.timing);
-        if (!entry) entry = add('assistant', el('p'));
+        if (!entry) entry = add(kind, el('p'), pushedLabel(kind));
         entry.classList.remove('streaming');
         /** @type {HTMLElement} */ (entry.querySelector('p')).textContent = frame.content;
         entry.append(...[calls, timing ? el('small', { class: 'timing', text: timing }) : undefined].filter((node) => node !== undefined));

@@ -25,6 +25,13 @@ const BLANK = {
   answer: { ok: true },
 };
 
+/** Who may call a tool (`visibility`), as the select offers it; the first is the gateway's default. */
+const VISIBILITIES = [
+  ['both', 'The model and agents'],
+  ['model', 'The model only'],
+  ['agents', 'Agents only (Devices view, MCP…)'],
+];
+
 /**
  * One device tool being edited: its definition (sent at registration) and how the page answers
  * its calls (read at each call, so the answer can change while the tool is registered).
@@ -34,6 +41,11 @@ class ToolEditor {
   constructor(tool, onRemove) {
     this.name = el('input', { value: tool.name, spellcheck: 'false', 'aria-label': 'Name' });
     this.description = el('input', { value: tool.description, 'aria-label': 'Description' });
+    this.visibility = el(
+      'select',
+      { 'aria-label': 'Who may call it' },
+      VISIBILITIES.map(([value, text]) => el('option', { value, text })),
+    );
     this.parameters = el('textarea', { rows: 6, spellcheck: 'false', 'aria-label': 'Parameters (JSON Schema)' });
     this.parameters.value = pretty(tool.parameters);
     this.answer = el('textarea', { rows: 3, spellcheck: 'false', 'aria-label': 'Answer (JSON)' });
@@ -49,6 +61,7 @@ class ToolEditor {
       { class: 'card device-tool' },
       el('label', {}, 'Name', this.name),
       el('label', {}, 'Description', this.description),
+      el('label', { title: 'Agents reach the tools of a page connected with a device id' }, 'Who may call it', this.visibility),
       el('label', {}, 'Parameters (JSON Schema)', this.parameters),
       el('label', {}, 'Answer with (JSON)', this.answer),
       el('div', { class: 'row' }, el('label', { class: 'check' }, this.fail, 'Fail with'), this.failure),
@@ -74,6 +87,8 @@ class ToolEditor {
         name: this.name.value.trim(),
         description: this.description.value,
         parameters,
+        // Sent only when not the default, so the registration stays what it was for gateways before visibility.
+        ...(this.visibility.value === 'both' ? {} : { visibility: this.visibility.value }),
         handler: (_args, { signal }) => this.respond(signal),
       },
     };

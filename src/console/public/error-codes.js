@@ -1,6 +1,6 @@
 /**
  * What each error code means to someone at the console, with what to check. The gateway's codes
- * are those of the LLM gateway spec (README, "Errors"); the client's are the SDK's own.
+ * are those of the LLM gateway spec (docs/llm-gateway.md, "Errors"); the client's are the SDK's own.
  * @type {Record<string, string>}
  */
 const MEANINGS = {
@@ -21,6 +21,10 @@ const MEANINGS = {
   TOOL_UNAVAILABLE: 'The tool\'s upstream server cannot be reached right now.',
   TOOL_TIMEOUT: 'The tool ran past its time limit.',
   RATE_LIMITED: 'This token\'s rate limit (AUTH_TOKENS_FILE) is spent: wait details.retry_after_s seconds.',
+  PAYLOAD_TOO_LARGE: 'The request is over the gateway\'s size limit (for a push to a device, FLEET_PUSH_MAX_CHARS characters).',
+  DEVICE_OFFLINE: 'The device is not connected, or this token may not reach it: it may have left since the list was read.',
+  DEVICE_BUSY: 'The device has too many pushes waiting or held for it: try again once it has spoken them.',
+  DEVICE_ID_TAKEN: 'A device of another token is connected with this id.',
   CONNECT_FAILED: 'No connection: the gateway is unreachable, refused the token, or gave no session.',
   NOT_CONNECTED: 'Connect first.',
   CONNECTION_LOST: 'The connection dropped while the request was on its way; it may or may not have run.',
