@@ -12,19 +12,24 @@ import { freePort } from './support/ports';
 
 const run = promisify(execFile);
 
-/** The token README's example configures. */
+/** The token the guide's example configures. */
 const TOKEN = 'my-secret';
 const TOOL = 'device.light.set';
 
-/** The code blocks of README's "Adding your own tools", by language, exactly as written there. */
-function readmeExample(): { tsconfig: string; main: string; install: string } {
-  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('### Adding your own tools');
-  const section = readme.slice(start, readme.indexOf('\n## ', start));
+/**
+ * The code blocks of "Adding your own tools" in docs/guides/extending.md, by language, exactly as
+ * written there (README's tool example is the same `main.ts`: test/docs-links.e2e-spec.ts checks it).
+ */
+function guideExample(): { tsconfig: string; main: string; install: string } {
+  const guide = readFileSync(join(PROJECT_ROOT, 'docs', 'guides', 'extending.md'), 'utf8');
+  const start = guide.indexOf('## Adding your own tools');
+  if (start === -1) throw new Error('docs/guides/extending.md should have a section "## Adding your own tools"');
+  const end = guide.indexOf('\n## ', start + 1);
+  const section = guide.slice(start, end === -1 ? undefined : end);
   const blocks = [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map(([, language, code]) => ({ language, code }));
   const only = (language: string) => {
     const found = blocks.filter((block) => block.language === language);
-    if (found.length !== 1) throw new Error(`README's "Adding your own tools" should have one ${language} block, not ${found.length}`);
+    if (found.length !== 1) throw new Error(`The guide's "Adding your own tools" should have one ${language} block, not ${found.length}`);
     return found[0].code;
   };
   return { tsconfig: only('json'), main: only('ts'), install: only('bash') };
@@ -37,11 +42,11 @@ async function npm(cwd: string, args: string[], timeoutMs: number): Promise<stri
 }
 
 /**
- * README's extension example, copied from README.md at test time (so the two cannot drift),
+ * The guide's extension example, copied from docs/guides/extending.md at test time (so the two cannot drift),
  * built as a package of its own that installs this one from the tarball `npm pack` makes, the
  * way a user outside this repository would. Its tool must show on every protocol.
  */
-describe("README's extension example, as a separate package", () => {
+describe("the extension example (docs/guides/extending.md, README), as a separate package", () => {
   const workspace = mkdtempSync(join(tmpdir(), 'vtg-extending-'));
   const app = join(workspace, 'light-gateway');
   let child: ChildProcess | undefined;
@@ -53,11 +58,11 @@ describe("README's extension example, as a separate package", () => {
     const [packed] = JSON.parse(await npm(PROJECT_ROOT, ['pack', '--ignore-scripts', '--json', '--pack-destination', workspace], 60_000));
     const tarball = join(workspace, packed.filename);
 
-    const example = readmeExample();
+    const example = guideExample();
     expect(example.install).toMatch(/npm install \S+voice-tool-gateway-0\.1\.0\.tgz @nestjs\/common@11 reflect-metadata/);
     mkdirSync(join(app, 'src'), { recursive: true });
     const ours = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8'));
-    // What README's `npm install` lines write, with the tools at the versions this repository
+    // What the guide's `npm install` lines write, with the tools at the versions this repository
     // already has, so npm finds everything in its cache.
     writeFileSync(
       join(app, 'package.json'),
