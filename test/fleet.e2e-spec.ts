@@ -107,6 +107,11 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     const names = (await agent.listTools()).tools.map((tool) => tool.name);
     expect(names).toEqual(expect.arrayContaining(['speaker-1__light_on', 'speaker-1__reboot']));
     expect(names).not.toContain('speaker-1__volume');
+    // The same tools on every agent protocol: the catalogue, UTCP's manual, LiteMCP's per-tool path.
+    expect((await get(stack, '/tools', OWNER)).body.tools.map((tool: any) => tool.name)).toContain('speaker-1__reboot');
+    expect(JSON.stringify((await get(stack, '/utcp', OWNER)).body)).toContain('speaker-1__light_on');
+    expect((await get(stack, '/litemcp/speaker-1__light_on', OWNER)).status).toBe(200);
+    expect((await get(stack, '/litemcp/speaker-1__light_on', STRANGER)).status).toBe(404);
 
     const call = agent.callTool({ name: 'speaker-1__light_on', arguments: { room: 'hall' } });
     const callback = await speaker.next();
