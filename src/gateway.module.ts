@@ -32,6 +32,7 @@ import { CatalogueModule } from './catalogue/catalogue.module';
 import { ConsoleModule } from './console/console.module';
 import { ConfigurableGatewayModule, GATEWAY_MODULE_OPTIONS, GatewayModuleOptions } from './gateway-module.options';
 import { HealthModule } from './health/health.module';
+import { IdentityModule } from './identity/identity.module';
 import { LiteMcpModule } from './litemcp/litemcp.module';
 import { LlmGatewayModule } from './llm-gateway/llm-gateway.module';
 import { FleetModule } from './fleet/fleet.module';
@@ -43,6 +44,7 @@ import { UtcpModule } from './utcp/utcp.module';
 import { UpstreamModule } from './upstream/upstream.module';
 import { HeartbeatInterceptor } from './core/ws/heartbeat.interceptor';
 import { MessageAuthenticator } from './core/auth/message-authenticator';
+import { TokenExpiryService } from './core/auth/token-expiry.service';
 import { JsonBodyInterceptor } from './core/http/json-body.interceptor';
 
 /** The core services every module may inject (the module is global). */
@@ -53,6 +55,7 @@ const SHARED_CORE = [
   BearerAuthGuard,
   DeferrableBearerAuthGuard,
   MessageAuthenticator,
+  TokenExpiryService,
   HeartbeatInterceptor,
   HttpErrorFormats,
   OriginPolicy,
@@ -84,6 +87,7 @@ const SHARED_CORE = [
     ConfigModule.forRoot({ envFilePath: '.env' }),
     DiscoveryModule,
     HealthModule,
+    IdentityModule,
     BuiltinToolsModule,
     LiteMcpModule,
     LlmGatewayModule,

@@ -118,6 +118,80 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'auth',
+    about:
+      'Comma-separated issuer URLs of OpenID Connect / OAuth 2.1 authorization servers whose JWT access tokens are accepted on every protocol, beside the static tokens. Each issuer\'s metadata is discovered (`/.well-known/openid-configuration`, else RFC 8414 `/.well-known/oauth-authorization-server`) and its keys are fetched from its `jwks_uri`. Empty: no JWT is accepted.',
+  })
+  @IsString()
+  @Matches(/^\s*((https?:\/\/[^\s,]+\s*)(,\s*https?:\/\/[^\s,]+\s*)*)?\s*$/i, {
+    message: 'OIDC_ISSUERS must be comma-separated http(s) issuer URLs such as https://login.example.com/realms/main',
+  })
+  OIDC_ISSUERS = '';
+
+  @Setting({
+    group: 'auth',
+    unset: '`PUBLIC_URL` and `PUBLIC_URL` + `/mcp`',
+    about:
+      'Comma-separated audiences a JWT access token must carry one of (`aud`, RFC 8707 resource indicators): a token minted for another service is refused.',
+  })
+  @IsOptional()
+  @IsString()
+  OIDC_AUDIENCE?: string;
+
+  @Setting({
+    group: 'auth',
+    unset: 'none (then `OIDC_AUDIENCE` must be set when `OIDC_ISSUERS` is)',
+    about:
+      'The URL clients reach this gateway at (`https://gateway.example.com`): the resource of its OAuth protected resource metadata, and the default audience of JWT access tokens.',
+  })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  PUBLIC_URL?: string;
+
+  @Setting({
+    group: 'auth',
+    about: 'Comma-separated JWS algorithms a JWT access token may be signed with; asymmetric ones only (`none` and HMAC are refused).',
+  })
+  @IsString()
+  @Matches(/^\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519)(\s*,\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519))*\s*$/, {
+    message: 'OIDC_ALGORITHMS must be comma-separated asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA...): none and HS256 are never accepted',
+  })
+  OIDC_ALGORITHMS = 'RS256,ES256,PS256,EdDSA';
+
+  @Setting({ group: 'auth', unit: 'seconds', about: 'Clock skew tolerated when checking the `exp` and `nbf` of a JWT access token.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  OIDC_CLOCK_SKEW = 30;
+
+  @Setting({
+    group: 'auth',
+    unit: 'seconds',
+    about: 'Longest wait for an issuer\'s metadata or keys; a token whose keys cannot be had in time is refused (401), and other clients never wait for it.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.1)
+  OIDC_FETCH_TIMEOUT = 5;
+
+  @Setting({
+    group: 'auth',
+    unit: 'seconds',
+    about: "Least time between two fetches of an issuer's keys that a token signed with an unknown key (`kid`) can cause: a rotation at the issuer is picked up at the first token of the new key, a flood of made-up key ids costs one fetch per period.",
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0)
+  OIDC_JWKS_COOLDOWN = 30;
+
+  @Setting({
+    group: 'auth',
+    about: 'Comma-separated scopes listed as `scopes_supported` in the protected resource metadata (`/.well-known/oauth-protected-resource`); the scopes of the tokens file\'s `oidc` rules are added to them.',
+  })
+  @IsString()
+  OIDC_SCOPES = '';
+
+  @Setting({
+    group: 'auth',
     unit: 'seconds',
     about: "Seconds of the tokens file's rate-limit window (`turns_per_minute`, `tool_calls_per_minute`); 60 unless a test or a burst policy wants otherwise.",
   })
@@ -818,8 +892,12 @@ export class InvalidConfigurationError extends StartupError {
 }
 
 /** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
-export function tokensConfigured(env: Pick<EnvironmentVariables, 'AUTH_TOKENS' | 'AUTH_TOKENS_FILE'>): boolean {
-  return env.AUTH_TOKENS.split(',').some((token) => token.trim() !== '') || env.AUTH_TOKENS_FILE !== undefined;
+export function tokensConfigured(env: Pick<EnvironmentVariables, 'AUTH_TOKENS' | 'AUTH_TOKENS_FILE'> & Partial<Pick<EnvironmentVariables, 'OIDC_ISSUERS'>>): boolean {
+  return (
+    env.AUTH_TOKENS.split(',').some((token) => token.trim() !== '') ||
+    env.AUTH_TOKENS_FILE !== undefined ||
+    (env.OIDC_ISSUERS ?? '').split(',').some((issuer) => issuer.trim() !== '')
+  );
 }
 
 /**
@@ -843,6 +921,13 @@ const CROSS_CHECKS: readonly CrossCheck[] = [
     problem: (env) =>
       env.MCP_UPSTREAM_RETRY_MAX < env.MCP_UPSTREAM_RETRY_MIN
         ? `MCP_UPSTREAM_RETRY_MAX (${env.MCP_UPSTREAM_RETRY_MAX}) must not be less than MCP_UPSTREAM_RETRY_MIN (${env.MCP_UPSTREAM_RETRY_MIN})`
+        : undefined,
+  },
+  {
+    names: ['OIDC_ISSUERS', 'OIDC_AUDIENCE', 'PUBLIC_URL'],
+    problem: (env) =>
+      env.OIDC_ISSUERS.trim() !== '' && env.OIDC_AUDIENCE === undefined && env.PUBLIC_URL === undefined
+        ? 'OIDC_ISSUERS needs the audience its tokens must carry: set PUBLIC_URL (the URL clients reach the gateway at) or OIDC_AUDIENCE'
         : undefined,
   },
   {

@@ -83,6 +83,22 @@ export interface GatewayConfig {
     allowedOrigins: string[];
     /** Host names accepted when listening on loopback, besides localhost names (lower case). */
     allowedHosts: string[];
+    /** The URL clients reach the gateway at, without a trailing slash; none when unset. */
+    publicUrl?: string;
+    /** JWT access tokens from OpenID Connect / OAuth 2.1 authorization servers. */
+    oidc: {
+      /** Trusted issuers (as written, no trailing-slash normalisation: `iss` is compared exactly). */
+      issuers: string[];
+      /** Accepted `aud` values. */
+      audiences: string[];
+      algorithms: string[];
+      clockSkewSeconds: number;
+      fetchTimeoutMs: number;
+      /** Least time between two key fetches an unknown `kid` causes. */
+      jwksCooldownMs: number;
+      /** `scopes_supported` of the protected resource metadata. */
+      scopes: string[];
+    };
   };
   tools: {
     serverToolTimeoutMs: number;
@@ -262,6 +278,21 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       rateLimitWindowMs: seconds(env.RATE_LIMIT_WINDOW),
       allowedOrigins: listOf(env.ALLOWED_ORIGINS).map((origin) => (origin === '*' ? origin : new URL(origin).origin)),
       allowedHosts: listOf(env.ALLOWED_HOSTS).map((host) => host.toLowerCase()),
+      publicUrl: env.PUBLIC_URL === undefined ? undefined : env.PUBLIC_URL.replace(/\/+$/, ''),
+      oidc: {
+        issuers: listOf(env.OIDC_ISSUERS),
+        audiences:
+          env.OIDC_AUDIENCE !== undefined
+            ? listOf(env.OIDC_AUDIENCE)
+            : env.PUBLIC_URL === undefined
+              ? []
+              : [env.PUBLIC_URL.replace(/\/+$/, ''), `${env.PUBLIC_URL.replace(/\/+$/, '')}/mcp`],
+        algorithms: listOf(env.OIDC_ALGORITHMS),
+        clockSkewSeconds: env.OIDC_CLOCK_SKEW,
+        fetchTimeoutMs: seconds(env.OIDC_FETCH_TIMEOUT),
+        jwksCooldownMs: seconds(env.OIDC_JWKS_COOLDOWN),
+        scopes: listOf(env.OIDC_SCOPES),
+      },
     },
     tools: {
       serverToolTimeoutMs: seconds(env.SERVER_TOOL_TIMEOUT),
@@ -368,7 +399,7 @@ export function loadGatewayConfig(
 
 /** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
 export function hasTokens(auth: GatewayConfig['auth']): boolean {
-  return auth.tokens.length > 0 || auth.tokensFile !== undefined;
+  return auth.tokens.length > 0 || auth.tokensFile !== undefined || auth.oidc.issuers.length > 0;
 }
 
 /**

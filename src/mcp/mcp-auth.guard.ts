@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import type { MaybePromise } from '../core/maybe-promise';
 import type { UpgradeContext } from '../core/ws/upgrade-guard';
 import { MCP_REALM, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
 
@@ -18,7 +19,7 @@ export function offersPlainMcp(request: UpgradeContext['request']): boolean {
 export class McpAuthGuard extends BearerAuthGuard {
   protected override readonly realm = MCP_REALM;
 
-  override canUpgrade(context: UpgradeContext): void {
-    if (offersPlainMcp(context.request)) super.canUpgrade(context);
+  override canUpgrade(context: UpgradeContext): MaybePromise<void> {
+    if (offersPlainMcp(context.request)) return super.canUpgrade(context);
   }
 }

@@ -1,5 +1,6 @@
 import { All, Controller, Req, Res, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { AccessTokenService } from '../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { McpAuthGuard } from './mcp-auth.guard';
@@ -15,10 +16,39 @@ import { McpHttpSessions } from './http/mcp-http-sessions.service';
 @GatewayProtocol('mcp')
 @UseGuards(McpEnabledGuard, McpAuthGuard)
 export class McpController {
-  constructor(private readonly sessions: McpHttpSessions) {}
+  constructor(
+    private readonly sessions: McpHttpSessions,
+    private readonly tokens: AccessTokenService,
+  ) {}
 
   @All()
   serve(@Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
+    if (this.refusedForScope(request, response)) return Promise.resolve();
     return this.sessions.handle(request, response, request.body);
+  }
+
+  /**
+   * Step-up (MCP authorization, RFC 6750): a JWT whose scopes do not cover a tool it calls, when
+   * the tokens file's `oidc` rules grant that tool by a scope, is answered 403 with
+   * `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`, so the client can ask
+   * its authorization server for a token with that scope. Other refusals stay JSON-RPC errors.
+   */
+  private refusedForScope(request: Request & AuthenticatedRequest, response: Response): boolean {
+    if (request.method !== 'POST' || !this.tokens.isJwtPrincipal(request.principal)) return false;
+    const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
+    for (const message of messages) {
+      const call = message as { method?: unknown; id?: unknown; params?: { name?: unknown } } | null;
+      if (call?.method !== 'tools/call' || typeof call.params?.name !== 'string') continue;
+      const challenge = this.tokens.scopeChallenge(request.principal, call.params.name, '/mcp', request.headers.host);
+      if (challenge === undefined) continue;
+      response.setHeader('WWW-Authenticate', challenge);
+      response.status(403).json({
+        jsonrpc: '2.0',
+        id: typeof call.id === 'string' || typeof call.id === 'number' ? call.id : null,
+        error: { code: -32001, message: `Insufficient scope for tool "${call.params.name}"` },
+      });
+      return true;
+    }
+    return false;
   }
 }

@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../core/maybe-promise';
 import { Inject, Logger } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { MessageAuthenticator } from '../core/auth/message-authenticator';
@@ -81,8 +82,8 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
   }
 
   @OnFrame('auth', { beforeAuth: true })
-  authenticate(frame: AuthEnvelope, connection: EnvelopeConnection): void {
-    connection.state.authenticate(frame);
+  authenticate(frame: AuthEnvelope, connection: EnvelopeConnection): MaybePromise<void> {
+    return connection.state.authenticate(frame);
   }
 
   @OnFrame('message', { schema: messageEnvelopeSchema })

@@ -49,9 +49,8 @@ export class UtcpToolGateway implements ProtocolGatewayHooks {
 
   /** The token is checked at once; saying so waits its turn. */
   @OnFrame('auth', { beforeAuth: true })
-  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): void {
-    this.auth.authenticate(connection, frame.token);
-    void connection.queue().run(() => void connection.send(TOOL_AUTH_OK_FRAME));
+  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): MaybePromise<void> {
+    return thenMaybe(this.auth.authenticate(connection, frame.token), () => void connection.queue().run(() => void connection.send(TOOL_AUTH_OK_FRAME)));
   }
 
   @OnFrame(FrameEvent.UNKNOWN_TYPE, { serial: true })

@@ -1,5 +1,5 @@
 import { DeferrableBearerAuthGuard } from '../core/auth/deferrable-bearer-auth.guard';
-import { thenMaybe } from '../core/maybe-promise';
+import { thenMaybe, type MaybePromise } from '../core/maybe-promise';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../core/ws/connection';
 import { OnFrame } from '../core/ws/on-frame.decorator';
@@ -54,9 +54,8 @@ export class UtcpGateway implements ProtocolGatewayHooks {
   }
 
   @OnFrame('auth', { beforeAuth: true })
-  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): UtcpServerFrame {
-    this.auth.authenticate(connection, frame.token);
-    return authOkFrame(requestIdOf(frame));
+  authenticate(frame: UtcpAuthFrame, connection: GatewayConnection): MaybePromise<UtcpServerFrame> {
+    return thenMaybe(this.auth.authenticate(connection, frame.token), () => authOkFrame(requestIdOf(frame)));
   }
 
   onFrameError(error: unknown, frame: unknown, connection: GatewayConnection): void {

@@ -30,6 +30,43 @@ describe('AccessTokenService', () => {
   });
 });
 
+describe('AccessTokenService with OIDC_ISSUERS', () => {
+  const service = (settings: Record<string, string> = {}) =>
+    new AccessTokenService(loadGatewayConfig({ OIDC_ISSUERS: 'https://idp.test/realms/main', PUBLIC_URL: 'https://gateway.test/', ...settings }));
+  const jwtShaped = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"iss":"https://evil.test","sub":"x"}').toString('base64url')}.c2ln`;
+
+  it('turns auth on, answers static tokens at once, and an unknown one with 401 invalid_token', () => {
+    const tokens = service({ AUTH_TOKENS: 'alpha' });
+    expect(tokens.enabled).toBe(true);
+    expect(tokens.authenticateBearer('alpha')).toMatchObject({ ok: true, principal: expect.stringMatching(/^token:/) });
+    expect(tokens.authenticateBearer('nope')).toEqual({ ok: false, status: 401, reason: 'Invalid token', error: 'invalid_token' });
+    expect(tokens.authenticateBearer(undefined)).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it('checks a JWT-shaped token as a JWT: one from an untrusted issuer is refused, never taken for a static token', async () => {
+    const tokens = service({ AUTH_TOKENS: jwtShaped });
+    const result = tokens.authenticateBearer(jwtShaped);
+    expect(result).toBeInstanceOf(Promise);
+    expect(await result).toEqual({ ok: false, status: 401, reason: 'Invalid token: its issuer is not trusted', error: 'invalid_token' });
+  });
+
+  it('words the challenges of RFC 6750 and RFC 9728', () => {
+    const tokens = service();
+    expect(tokens.challenge(undefined, '/mcp', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp"');
+    expect(tokens.challenge('invalid_token', '/tools', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource", error="invalid_token"');
+    expect(tokens.challenge('insufficient_scope', '/mcp', 'x', 'a b')).toBe(
+      'Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="a b"',
+    );
+    expect(withoutOidc().challenge('invalid_token', '/mcp', 'x')).toBe('Bearer error="invalid_token"');
+  });
+
+  it('gives a JWT principal it has not seen what an AUTH_TOKENS token gets while there are no rules', () => {
+    expect(service().grantOf('oidc:0123456789abcdef01234567').mayUseTool('anything')).toBe(true);
+  });
+
+  const withoutOidc = () => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: 'alpha' }));
+});
+
 describe('readBearerToken', () => {
   const request = (headers: Record<string, string>, url = '/') => ({ headers, url });
 

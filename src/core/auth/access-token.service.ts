@@ -2,13 +2,32 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { readFileSync, statSync } from 'fs';
 import { timingSafeEqual } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import type { MaybePromise } from '../maybe-promise';
 import { watchFileChanges } from './file-watch';
 import { FULL_ACCESS, Grant, NO_ACCESS } from './grant';
-import { NamedToken, parseTokensFile, tokenDigest, TokensFileError } from './tokens-file';
+import { JwtAccessTokens, looksLikeJwt, OIDC_PRINCIPAL_PREFIX } from './jwt-access-tokens';
+import { grantByRules, JwtFacts, scopesForTool, scopesOfRules } from './oidc-rules';
+import { NamedToken, OidcRule, parseTokensDocument, TokensDocument, tokenDigest, TokensFileError } from './tokens-file';
 
 export type AuthenticationResult =
-  | { ok: true; principal: string }
-  | { ok: false; status: 401 | 403; reason: string };
+  | {
+      ok: true;
+      principal: string;
+      /** A JWT's scopes (`scope`/`scp`); absent for static tokens. */
+      scopes?: ReadonlySet<string>;
+      /** When a JWT stops being valid (ms since the epoch); absent for static tokens. */
+      expiresAt?: number;
+    }
+  | {
+      ok: false;
+      status: 401 | 403;
+      reason: string;
+      /** `invalid_token` when a token was given and refused with 401 (RFC 6750), for the `WWW-Authenticate` challenge. */
+      error?: 'invalid_token';
+    };
+
+/** JWT principals whose grant is remembered at once; the least recently authenticated go first. */
+const MAX_REMEMBERED_JWT_GRANTS = 10_000;
 
 /** The principal of every caller while `AUTH_TOKENS` is empty. */
 export const ANONYMOUS_PRINCIPAL = 'anonymous';
@@ -49,8 +68,17 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
   private grants = new Map<string, Grant>();
   private stopWatching?: () => void;
   private lastText?: string;
+  /** JWT access tokens of `OIDC_ISSUERS`. */
+  readonly jwts: JwtAccessTokens;
+  /** The `oidc` rules of the tokens file. */
+  private rules: OidcRule[] = [];
+  /** Bumped whenever the rules change, so remembered JWT grants are computed again. */
+  private rulesVersion = 0;
+  /** Each JWT principal's facts and grant, as of its latest authentication (bounded, least recent out first). */
+  private readonly jwtGrants = new Map<string, { facts: JwtFacts; grant: Grant; version: number }>();
 
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
+    this.jwts = new JwtAccessTokens(config.auth.oidc);
     this.realms.set(SHARED_REALM, { digests: config.auth.tokens.map(tokenDigest), openWithoutTokens: true });
     const path = config.auth.tokensFile;
     if (path !== undefined) this.use(this.read(path));
@@ -70,9 +98,9 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     this.stopWatching?.();
   }
 
-  /** Whether any token is configured (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`); with none the shared routes are open. */
+  /** Whether any token is configured (`AUTH_TOKENS`, `AUTH_TOKENS_FILE` or `OIDC_ISSUERS`); with none the shared routes are open. */
   get enabled(): boolean {
-    return this.realm(SHARED_REALM).digests.length > 0 || this.config.auth.tokensFile !== undefined;
+    return this.realm(SHARED_REALM).digests.length > 0 || this.config.auth.tokensFile !== undefined || this.jwts.enabled;
   }
 
   /**
@@ -84,12 +112,108 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     this.realms.set(name, { digests, openWithoutTokens: false });
   }
 
+  /**
+   * Who `token` proves to be in `realmName`, whatever kind of token it is: every protocol's
+   * check goes through here. Static tokens are answered at once (no promise, see
+   * {@link authenticate}); with `OIDC_ISSUERS` set, a token shaped as a JWT is checked by
+   * {@link JwtAccessTokens}, which may have to fetch keys, so it is answered by a promise (a JWT
+   * from an issuer not trusted is refused with 401: it never falls back to the static tokens).
+   */
+  authenticateBearer(token: string | undefined, realmName: string = SHARED_REALM): MaybePromise<AuthenticationResult> {
+    if (token !== undefined && this.jwts.enabled && looksLikeJwt(token) && (this.enabled || !this.realm(realmName).openWithoutTokens)) {
+      return this.authenticateJwt(token);
+    }
+    return this.authenticate(token, realmName);
+  }
+
+  /**
+   * Who a static token (`AUTH_TOKENS`, `AUTH_TOKENS_FILE`, a realm's own) proves to be in
+   * `realmName`, synchronously. JWTs are {@link authenticateBearer}'s: here they are unknown tokens.
+   */
   authenticate(token: string | undefined, realmName: string = SHARED_REALM): AuthenticationResult {
     const realm = this.realm(realmName);
     if (!this.enabled && realm.openWithoutTokens) return { ok: true, principal: ANONYMOUS_PRINCIPAL };
     if (token === undefined || token === '') {
       return { ok: false, status: 401, reason: 'Authentication required: send "Authorization: Bearer <token>"' };
     }
+    const result = this.authenticateStatic(token, realm);
+    // With an authorization server, an unknown token is an invalid one (401), so OAuth clients fetch a new one.
+    if (!result.ok && this.jwts.enabled) return { ok: false, status: 401, reason: result.reason, error: 'invalid_token' };
+    return result;
+  }
+
+  /** The scopes the tokens file's `oidc` rules name (for `scopes_supported`). */
+  oidcScopes(): string[] {
+    return scopesOfRules(this.rules);
+  }
+
+  /**
+   * The `WWW-Authenticate` challenge of a 401 for a request to `path` (RFC 6750, RFC 9728): with
+   * `OIDC_ISSUERS`, it points at the protected resource metadata (path-suffixed for `/mcp`), so
+   * OAuth clients (MCP's) find the authorization server; `error="invalid_token"` when a token was
+   * given. `host` stands in for `PUBLIC_URL` when that is unset.
+   */
+  challenge(error: 'invalid_token' | 'insufficient_scope' | undefined, path: string, host: string | undefined, scope?: string): string {
+    const parts: string[] = [];
+    if (this.jwts.enabled) {
+      const base = this.config.auth.publicUrl ?? `http://${host ?? 'localhost'}`;
+      const suffix = path === '/mcp' || path.startsWith('/mcp/') ? '/mcp' : '';
+      parts.push(`resource_metadata="${base}/.well-known/oauth-protected-resource${suffix}"`);
+    }
+    if (error) parts.push(`error="${error}"`);
+    if (scope !== undefined) parts.push(`scope="${scope}"`);
+    return parts.length === 0 ? 'Bearer' : `Bearer ${parts.join(', ')}`;
+  }
+
+  private async authenticateJwt(token: string): Promise<AuthenticationResult> {
+    const verified = await this.jwts.verify(token);
+    if (!verified.ok) return { ok: false, status: 401, reason: verified.reason, error: 'invalid_token' };
+    const facts: JwtFacts = { issuer: verified.issuer, claims: verified.claims, scopes: verified.scopes };
+    const grant = this.grantOfJwt(facts);
+    if (!grant) return { ok: false, status: 403, reason: "No rule of the tokens file's oidc section matches this token" };
+    this.rememberGrant(verified.principal, { facts, grant, version: this.rulesVersion });
+    return { ok: true, principal: verified.principal, scopes: verified.scopes, expiresAt: verified.expiresAt };
+  }
+
+  /** What a JWT may do: the first `oidc` rule that matches it; what an `AUTH_TOKENS` token may with no rules; `undefined` when rules exist and none matches. */
+  private grantOfJwt(facts: JwtFacts): Grant | undefined {
+    return this.rules.length === 0 ? FULL_ACCESS : grantByRules(this.rules, facts);
+  }
+
+  /** The scopes whose `oidc` rules would let a token use `toolName`; empty when no rule matches on scope. */
+  scopesForTool(toolName: string): string[] {
+    return scopesForTool(this.rules, toolName);
+  }
+
+  /** The scopes of the JWT `principal` last authenticated with; empty for other principals. */
+  scopesOf(principal: string | undefined): ReadonlySet<string> {
+    return (principal === undefined ? undefined : this.jwtGrants.get(principal)?.facts.scopes) ?? new Set<string>();
+  }
+
+  /**
+   * The `WWW-Authenticate` challenge of a 403 for a tool the token's scopes do not cover (step-up,
+   * RFC 6750 `insufficient_scope`); `undefined` when no `oidc` rule grants that tool by a scope.
+   */
+  scopeChallenge(principal: string | undefined, toolName: string, path: string, host: string | undefined): string | undefined {
+    if (!this.isJwtPrincipal(principal) || this.grantOf(principal).mayUseTool(toolName)) return undefined;
+    const needed = this.scopesForTool(toolName);
+    if (needed.length === 0) return undefined;
+    const scope = [...new Set([...this.scopesOf(principal), ...needed])].join(' ');
+    return this.challenge('insufficient_scope', path, host, scope);
+  }
+
+  /** Whether `principal` is a JWT's. */
+  isJwtPrincipal(principal: string | undefined): boolean {
+    return principal?.startsWith(OIDC_PRINCIPAL_PREFIX) === true;
+  }
+
+  private rememberGrant(principal: string, grant: { facts: JwtFacts; grant: Grant; version: number }): void {
+    this.jwtGrants.delete(principal);
+    this.jwtGrants.set(principal, grant);
+    if (this.jwtGrants.size > MAX_REMEMBERED_JWT_GRANTS) this.jwtGrants.delete(this.jwtGrants.keys().next().value as string);
+  }
+
+  private authenticateStatic(token: string, realm: Realm): AuthenticationResult {
     const candidate = tokenDigest(token);
     let matched = false;
     for (const known of realm.digests) matched = timingSafeEqual(candidate, known) || matched;
@@ -106,6 +230,15 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
    * reload removed it), everything for `AUTH_TOKENS`, anonymous and internal callers.
    */
   grantOf(principal: string | undefined): Grant {
+    if (principal?.startsWith(OIDC_PRINCIPAL_PREFIX)) {
+      const remembered = this.jwtGrants.get(principal);
+      if (!remembered) return this.rules.length === 0 ? FULL_ACCESS : NO_ACCESS;
+      if (remembered.version !== this.rulesVersion) {
+        remembered.grant = this.grantOfJwt(remembered.facts) ?? NO_ACCESS;
+        remembered.version = this.rulesVersion;
+      }
+      return remembered.grant;
+    }
     if (principal === undefined || !principal.startsWith(NAMED_PREFIX)) return FULL_ACCESS;
     return this.grants.get(principal) ?? NO_ACCESS;
   }
@@ -118,7 +251,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
       const text = readFileSync(path, 'utf8');
       if (text === this.lastText) return false;
       this.use(this.read(path, text));
-      this.logger.log(`Reloaded AUTH_TOKENS_FILE ${path}: ${this.named.length} token(s)`);
+      this.logger.log(`Reloaded AUTH_TOKENS_FILE ${path}: ${this.named.length} token(s), ${this.rules.length} oidc rule(s)`);
       return true;
     } catch (error) {
       const why = error instanceof TokensFileError ? error.message : `AUTH_TOKENS_FILE ${path} cannot be read: ${(error as Error).message}`;
@@ -127,7 +260,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private read(path: string, text?: string): NamedToken[] {
+  private read(path: string, text?: string): TokensDocument {
     let content = text;
     try {
       content ??= readFileSync(path, 'utf8');
@@ -137,12 +270,14 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     } catch (error) {
       throw new TokensFileError(path, [`cannot be read: ${(error as Error).message}`]);
     }
-    const tokens = parseTokensFile(content, path);
+    const document = parseTokensDocument(content, path);
     this.lastText = content;
-    return tokens;
+    return document;
   }
 
-  private use(tokens: NamedToken[]): void {
+  private use({ tokens, oidc }: TokensDocument): void {
+    this.rules = oidc;
+    this.rulesVersion++;
     this.named = tokens;
     this.grants = new Map(tokens.map((token) => [`${NAMED_PREFIX}${token.name}`, token.grant]));
   }

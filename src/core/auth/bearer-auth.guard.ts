@@ -1,10 +1,13 @@
-import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, ForbiddenException, Inject, Injectable, Optional, UnauthorizedException } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
+import type { ServerResponse } from 'http';
+import { isPromise, type MaybePromise } from '../maybe-promise';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
-import { AccessTokenService, SHARED_REALM } from './access-token.service';
+import { AccessTokenService, AuthenticationResult, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
 import { gatewayProtocolOf, requiresFullAccess } from './gateway-protocol.decorator';
 import { hasFullAccess, protocolRefusal } from './grant';
+import { TokenExpiryService } from './token-expiry.service';
 
 /** An HTTP request after {@link BearerAuthGuard} let it through. */
 export interface AuthenticatedRequest extends IncomingMessage {
@@ -34,23 +37,41 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   /** The token realm this guard checks. */
   protected readonly realm: string = SHARED_REALM;
 
+  /** Closes a connection when the JWT it opened with expires (absent where the guard is built by hand). */
+  @Optional() @Inject(TokenExpiryService) protected readonly expiry?: TokenExpiryService;
+
   constructor(protected readonly tokens: AccessTokenService) {}
 
-  canUpgrade(context: UpgradeContext): void {
-    const result = this.tokens.authenticate(readBearerToken(context.request), this.realm);
+  canUpgrade(context: UpgradeContext): MaybePromise<void> {
+    const result = this.tokens.authenticateBearer(readBearerToken(context.request), this.realm);
+    return isPromise(result) ? result.then((settled) => this.upgradeWith(context, settled)) : this.upgradeWith(context, result);
+  }
+
+  private upgradeWith(context: UpgradeContext, result: AuthenticationResult): void {
     if (!result.ok) {
-      const headers: Record<string, string> = result.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {};
+      const headers: Record<string, string> =
+        result.status === 401 ? { 'WWW-Authenticate': this.tokens.challenge(result.error, context.url.pathname, context.request.headers.host) } : {};
       throw new UpgradeRefusedException(result.status, result.reason, headers);
     }
     const refusal = this.admissionRefusal(result.principal, context.protocol);
     if (refusal) throw new UpgradeRefusedException(refusal.status, refusal.reason);
+    if (result.expiresAt !== undefined) this.expiry?.note(context.request, result.expiresAt);
     context.principal = result.principal;
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  canActivate(context: ExecutionContext): MaybePromise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const result = this.tokens.authenticate(readBearerToken(request), this.realm);
+    const result = this.tokens.authenticateBearer(readBearerToken(request), this.realm);
+    return isPromise(result) ? result.then((settled) => this.activateWith(context, request, settled)) : this.activateWith(context, request, result);
+  }
+
+  private activateWith(context: ExecutionContext, request: AuthenticatedRequest, result: AuthenticationResult): boolean {
     if (!result.ok) {
+      if (result.status === 401) {
+        const response = context.switchToHttp().getResponse<ServerResponse>();
+        const path = (request.url ?? '/').split('?')[0];
+        if (!response.headersSent) response.setHeader('WWW-Authenticate', this.tokens.challenge(result.error, path, request.headers.host));
+      }
       throw result.status === 401 ? new UnauthorizedException(result.reason) : new ForbiddenException(result.reason);
     }
     const protocol = gatewayProtocolOf(context.getClass());

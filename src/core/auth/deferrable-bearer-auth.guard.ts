@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { thenMaybe, type MaybePromise } from '../maybe-promise';
 import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import type { GatewayConnection } from '../ws/connection';
 import type { UpgradeContext } from '../ws/upgrade-guard';
@@ -30,11 +31,12 @@ export class DeferrableBearerAuthGuard extends BearerAuthGuard {
   }
 
   /** An auth frame's token (see {@link MessageAuthenticator}): authenticates `connection`, or throws UNAUTHORIZED/FORBIDDEN. */
-  authenticate(connection: GatewayConnection, token: unknown): void {
+  authenticate(connection: GatewayConnection, token: unknown): MaybePromise<void> {
     if (typeof token !== 'string' || token === '') {
       throw new GatewayError(GatewayErrorCode.UNAUTHORIZED, 'An auth frame needs a token: {"type":"auth","token":"<token>"}');
     }
-    const result = this.messages.authenticate(connection, token, this.realm);
-    if (!result.ok) throw new GatewayError(result.failure === 'missing' ? GatewayErrorCode.UNAUTHORIZED : GatewayErrorCode.FORBIDDEN, result.reason);
+    return thenMaybe(this.messages.authenticate(connection, token, this.realm), (result) => {
+      if (!result.ok) throw new GatewayError(result.failure === 'missing' ? GatewayErrorCode.UNAUTHORIZED : GatewayErrorCode.FORBIDDEN, result.reason);
+    });
   }
 }

@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { GatewayConnection } from '../ws/connection';
-import { AccessTokenService } from './access-token.service';
+import { isPromise, type MaybePromise } from '../maybe-promise';
+import { AccessTokenService, AuthenticationResult } from './access-token.service';
 import { protocolRefusal } from './grant';
+import { TokenExpiryService } from './token-expiry.service';
 
 /** How an auth frame ended: the principal it proved, or why not, for the protocol to word. */
 export type MessageAuthentication =
@@ -25,15 +27,27 @@ export type MessageAuthentication =
  */
 @Injectable()
 export class MessageAuthenticator {
-  constructor(private readonly tokens: AccessTokenService) {}
+  constructor(
+    private readonly tokens: AccessTokenService,
+    @Optional() @Inject(TokenExpiryService) private readonly expiry?: TokenExpiryService,
+  ) {}
 
-  authenticate(connection: GatewayConnection, token: unknown, realm?: string): MessageAuthentication {
-    const result = this.tokens.authenticate(typeof token === 'string' ? token : undefined, realm);
-    if (!result.ok) return { ok: false, failure: result.status === 401 ? 'missing' : 'invalid', reason: result.reason };
+  /** At once for a static token; a promise for a JWT (its keys may have to be fetched). */
+  authenticate(connection: GatewayConnection, token: unknown, realm?: string): MaybePromise<MessageAuthentication> {
+    const result = this.tokens.authenticateBearer(typeof token === 'string' ? token : undefined, realm);
+    if (!isPromise(result)) return this.settle(connection, result);
+    return result.then((settled) =>
+      connection.isOpen ? this.settle(connection, settled) : { ok: false, failure: 'invalid', reason: 'The connection closed during authentication' },
+    );
+  }
+
+  private settle(connection: GatewayConnection, result: AuthenticationResult): MessageAuthentication {
+    if (!result.ok) return { ok: false, failure: result.status === 401 && result.error === undefined ? 'missing' : 'invalid', reason: result.reason };
     const refused = protocolRefusal(this.tokens.grantOf(result.principal), connection.protocol);
     if (refused) return { ok: false, failure: 'forbidden', reason: refused };
     const full = connection.authenticate(result.principal);
     if (full !== undefined) return { ok: false, failure: 'full', reason: full };
+    if (result.expiresAt !== undefined) this.expiry?.note(connection.request, result.expiresAt);
     return { ok: true, principal: result.principal };
   }
 }

@@ -34,26 +34,69 @@ export const tokenDigest = (token: string): Buffer => createHash('sha256').updat
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isPositiveInteger = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0;
 
+/** What a JWT's claims must hold for an `oidc` rule to apply; each key is one value or a list (any of them). */
+export interface OidcMatch {
+  /** The token has one of these scopes (`scope` or `scp`). */
+  scope?: string[];
+  /** `groups` holds one of these. */
+  groups?: string[];
+  /** `roles`, or Keycloak's `realm_access.roles`, holds one of these. */
+  roles?: string[];
+  sub?: string[];
+  client_id?: string[];
+  /** `iss` is one of these (one of `OIDC_ISSUERS`). */
+  issuer?: string[];
+}
+
+/** One rule of the tokens file's `oidc` section: the first whose `match` holds decides a JWT's grant. */
+export interface OidcRule {
+  /** `oidc[<index>]`, or the rule's `name`: what refusals and logs call it. */
+  name: string;
+  match: OidcMatch;
+  grant: Grant;
+  /** The tool globs of the grant, to tell which scope a tool needs (step-up). */
+  toolPatterns?: string[];
+}
+
+/** A tokens file: its named static tokens, and its rules for JWT access tokens. */
+export interface TokensDocument {
+  tokens: NamedToken[];
+  oidc: OidcRule[];
+}
+
 /**
  * Reads a tokens file (YAML, which JSON is a subset of) into its named tokens. Every problem is
  * reported at once, each with where it is (`tokens[1] "kitchen": ...`), and unknown keys are
  * problems too: a misspelt `tool:` must not silently grant every tool.
  */
 export function parseTokensFile(text: string, path: string): NamedToken[] {
+  return parseTokensDocument(text, path).tokens;
+}
+
+const DOCUMENT_KEYS = new Set(['tokens', 'oidc']);
+const RULE_KEYS = new Set(['name', 'match', 'grant']);
+const MATCH_KEYS = new Set(['scope', 'groups', 'roles', 'sub', 'client_id', 'issuer']);
+const GRANT_KEYS = new Set(['protocols', 'tools', 'llm', 'rate_limits', 'max_connections', 'devices']);
+
+/** {@link parseTokensFile}, with the `oidc` rules (a file may hold only those). */
+export function parseTokensDocument(text: string, path: string): TokensDocument {
   let document: unknown;
   try {
     document = parse(text);
   } catch (error) {
     throw new TokensFileError(path, [`not YAML or JSON: ${(error as Error).message.split('\n')[0]}`]);
   }
-  if (!isObject(document) || !Array.isArray(document.tokens)) {
-    throw new TokensFileError(path, ['it must hold a "tokens" list: tokens: [{name: kitchen, token: "..."}]']);
+  if (!isObject(document) || !(Array.isArray(document.tokens) || (document.tokens === undefined && Array.isArray(document.oidc)))) {
+    throw new TokensFileError(path, ['it must hold a "tokens" list: tokens: [{name: kitchen, token: "..."}] (or an "oidc" list of rules)']);
   }
   const problems: string[] = [];
+  for (const key of Object.keys(document)) {
+    if (!DOCUMENT_KEYS.has(key)) problems.push(`unknown key "${key}" (known: ${[...DOCUMENT_KEYS].join(', ')})`);
+  }
   const tokens: NamedToken[] = [];
   const names = new Set<string>();
   const digests = new Set<string>();
-  document.tokens.forEach((entry: unknown, index: number) => {
+  ((document.tokens as unknown[] | undefined) ?? []).forEach((entry: unknown, index: number) => {
     const where = `tokens[${index}]${isObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
     const entryProblems: string[] = [];
     const token = readEntry(entry, (problem) => entryProblems.push(`${where}: ${problem}`));
@@ -66,8 +109,60 @@ export function parseTokensFile(text: string, path: string): NamedToken[] {
     digests.add(hex);
     tokens.push(token);
   });
+  const oidc: OidcRule[] = [];
+  if (document.oidc !== undefined && !Array.isArray(document.oidc)) {
+    problems.push('oidc must be a list of rules: oidc: [{match: {scope: tools:read}, grant: {tools: ["get_*"]}}]');
+  }
+  ((Array.isArray(document.oidc) ? document.oidc : []) as unknown[]).forEach((entry, index) => {
+    const where = `oidc[${index}]${isObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
+    const ruleProblems: string[] = [];
+    const rule = readRule(entry, index, (problem) => ruleProblems.push(`${where}: ${problem}`));
+    problems.push(...ruleProblems);
+    if (rule && ruleProblems.length === 0) oidc.push(rule);
+  });
   if (problems.length > 0) throw new TokensFileError(path, problems);
-  return tokens;
+  return { tokens, oidc };
+}
+
+function readRule(entry: unknown, index: number, problem: (message: string) => void): OidcRule | undefined {
+  if (!isObject(entry)) {
+    problem('must be an object: {match: {...}, grant: {...}}');
+    return undefined;
+  }
+  for (const key of Object.keys(entry)) {
+    if (!RULE_KEYS.has(key)) problem(`unknown key "${key}" (known: ${[...RULE_KEYS].join(', ')})`);
+  }
+  const { name, match, grant } = entry;
+  if (name !== undefined && (typeof name !== 'string' || !TOKEN_NAME.test(name))) {
+    problem('name must be 1-64 letters, digits, "_", ".", "@" or "-", starting with a letter or digit');
+  }
+  const conditions: OidcMatch = {};
+  if (!isObject(match) || Object.keys(match).length === 0) problem(`match must be an object with at least one of ${[...MATCH_KEYS].join(', ')}`);
+  else {
+    for (const [key, value] of Object.entries(match)) {
+      if (!MATCH_KEYS.has(key)) {
+        problem(`match: unknown key "${key}" (known: ${[...MATCH_KEYS].join(', ')})`);
+        continue;
+      }
+      const values = typeof value === 'string' ? [value] : value;
+      if (!Array.isArray(values) || values.length === 0 || values.some((item) => typeof item !== 'string' || item === '' || item.length > 256)) {
+        problem(`match.${key} must be a non-empty string or list of strings`);
+        continue;
+      }
+      conditions[key as keyof OidcMatch] = values as string[];
+    }
+  }
+  if (grant !== undefined && !isObject(grant)) {
+    problem('grant must be an object: {tools: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...]}');
+    return undefined;
+  }
+  const ruleName = typeof name === 'string' ? name : `oidc[${index}]`;
+  const body = (grant as Record<string, unknown> | undefined) ?? {};
+  for (const key of Object.keys(body)) {
+    if (!GRANT_KEYS.has(key)) problem(`grant: unknown key "${key}" (known: ${[...GRANT_KEYS].join(', ')})`);
+  }
+  const read = readGrant(body, (message) => problem(`grant: ${message}`), ruleName);
+  return { name: ruleName, match: conditions, grant: read, toolPatterns: Array.isArray(body.tools) ? (body.tools as string[]) : undefined };
 }
 
 function readEntry(entry: unknown, problem: (message: string) => void): NamedToken | undefined {
@@ -90,6 +185,14 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   } else if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) problem('sha256 must be the 64 hex digits of the token\'s SHA-256 digest');
   else digest = Buffer.from(sha256, 'hex');
 
+  const grant = readGrant({ protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices }, problem, typeof name === 'string' ? name : '');
+  if (digest === undefined || typeof name !== 'string') return undefined;
+  return { name, digest, grant };
+}
+
+/** The grant of a tokens-file entry or an `oidc` rule, checked as rigorously either way. */
+function readGrant(entry: Record<string, unknown>, problem: (message: string) => void, name: string): Grant {
+  const { protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
   if (protocols !== undefined && (!Array.isArray(protocols) || protocols.some((p) => !(GRANTABLE_PROTOCOLS as readonly unknown[]).includes(p)))) {
     problem(`protocols must be a list of ${GRANTABLE_PROTOCOLS.join(', ')}`);
   }
@@ -110,10 +213,11 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
       }
     }
   }
-  if (digest === undefined || typeof name !== 'string') return undefined;
   const limits = isObject(rateLimits) ? rateLimits : {};
-  const toolPatterns = Array.isArray(tools) ? (tools as string[]) : undefined;
-  const grant: Grant = Object.freeze({
+  const validTools = Array.isArray(tools) && tools.every((t) => typeof t === 'string' && TOOL_PATTERN.test(t));
+  const toolPatterns = validTools ? (tools as string[]) : undefined;
+  const validDevices = Array.isArray(devices) && devices.every((d) => typeof d === 'string' && DEVICE_PATTERN.test(d));
+  return Object.freeze({
     name,
     protocols: Array.isArray(protocols) ? new Set(protocols as string[]) : undefined,
     mayUseTool: toolPatterns ? toolMatcher(toolPatterns) : () => true,
@@ -122,7 +226,6 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
     turnsPerMinute: limits.turns_per_minute as number | undefined,
     toolCallsPerMinute: limits.tool_calls_per_minute as number | undefined,
     maxConnections: maxConnections as number | undefined,
-    devices: Array.isArray(devices) ? toolMatcher(devices as string[]) : undefined,
+    devices: validDevices ? toolMatcher(devices as string[]) : undefined,
   });
-  return { name, digest, grant };
 }

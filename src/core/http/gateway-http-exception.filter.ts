@@ -22,7 +22,7 @@ export class GatewayHttpExceptionFilter implements ExceptionFilter {
     const response = http.getResponse<Response>();
     const described = describeException(exception, this.logger);
     if (response.headersSent) return;
-    if (described.status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
+    if (described.status === 401 && !response.hasHeader('WWW-Authenticate')) response.setHeader('WWW-Authenticate', 'Bearer');
     // A body left unread (a refused token, a route that never reads it) is not drained for the next request: the connection closes.
     if (!request.complete) response.setHeader('Connection', 'close');
     if (exception instanceof RateLimitedError) response.setHeader('Retry-After', String(exception.retryAfterS));

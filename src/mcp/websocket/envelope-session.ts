@@ -9,6 +9,8 @@ import { DirectToolCalls } from './direct-tool-calls';
 import { EnvelopeTransport } from './envelope.transport';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 import { CLOSE_TRY_AGAIN_LATER } from '../../core/ws/connection';
+import { isPromise, type MaybePromise } from '../../core/maybe-promise';
+import type { MessageAuthentication } from '../../core/auth/message-authenticator';
 
 /** How long a client has to answer the server's `close` at shutdown. */
 const CLOSE_ANSWER_GRACE_MS = 1000;
@@ -28,6 +30,8 @@ export class EnvelopeSession implements McpSocketSession {
   private transport?: EnvelopeTransport;
   private server?: Server;
   private disposed = false;
+  /** An auth envelope's token (a JWT) is being checked. */
+  private checkingToken = false;
 
   constructor(
     private readonly connection: GatewayConnection,
@@ -51,11 +55,21 @@ export class EnvelopeSession implements McpSocketSession {
   }
 
   /** `auth`: on success the session opens; on any failure the client hears why and is closed. */
-  authenticate(frame: AuthEnvelope): void {
+  authenticate(frame: AuthEnvelope): MaybePromise<void> {
     if (this.state !== 'authenticating') {
       throw new EnvelopeError(EnvelopeErrorCode.BAD_MESSAGE, 'Already authenticated', `this connection is session ${this.sessionId}`);
     }
+    if (this.checkingToken) throw new EnvelopeError(EnvelopeErrorCode.BAD_MESSAGE, 'Already authenticating', 'wait for the answer to the first auth');
     const result = this.context.auth.authenticate(this.connection, frame.token, MCP_REALM);
+    if (!isPromise(result)) return this.authenticated(frame, result);
+    this.checkingToken = true;
+    return result.then((settled) => {
+      this.checkingToken = false;
+      if (this.state === 'authenticating') this.authenticated(frame, settled);
+    });
+  }
+
+  private authenticated(frame: AuthEnvelope, result: MessageAuthentication): void {
     if (!result.ok) {
       const words = { missing: 'Authentication requires a token', invalid: 'Invalid authentication token', forbidden: result.reason, full: result.reason };
       this.send(Envelope.authFailed(words[result.failure]));
