@@ -110,6 +110,32 @@ describe('JwtAccessTokens', () => {
     expect(await new JwtAccessTokens(settings()).verify(await sign(published[0], claims))).toEqual({ ok: false, reason: `Invalid token: ${reason}` });
   });
 
+  it('keeps a verification for a minute at most and never past exp; refusals are not kept', async () => {
+    const tokens = new JwtAccessTokens(settings());
+    const token = await sign(published[0], { exp: Math.floor(Date.now() / 1000) + 120 });
+    const first = await tokens.verify(token);
+    expect(first).toMatchObject({ ok: true });
+    expect(await tokens.verify(token)).toBe(first);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now');
+    try {
+      clock.mockReturnValue(now + 61_000);
+      const again = await tokens.verify(token);
+      expect(again).toMatchObject({ ok: true });
+      expect(again).not.toBe(first);
+    } finally {
+      clock.mockRestore();
+    }
+    const brief = await sign(published[0], { exp: Math.floor(Date.now() / 1000) + 1 });
+    expect(await tokens.verify(brief)).toMatchObject({ ok: true });
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect(await tokens.verify(brief)).toMatchObject({ ok: false });
+    const bad = `${token.slice(0, -4)}AAAA`;
+    const refused = await tokens.verify(bad);
+    expect(refused).toMatchObject({ ok: false });
+    expect(await tokens.verify(bad)).not.toBe(refused);
+  });
+
   it('refuses an untrusted issuer without fetching anything', async () => {
     const fetchImpl = jest.fn();
     const tokens = new JwtAccessTokens(settings(), fetchImpl as unknown as typeof fetch);

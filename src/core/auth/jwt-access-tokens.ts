@@ -56,6 +56,10 @@ interface Issuer {
   failure?: string;
 }
 
+/** How long, and for how many tokens, a verification is kept. */
+const VERIFIED_TTL_MS = 60_000;
+const VERIFIED_MAX = 10_000;
+
 /**
  * Checks JWT access tokens from the trusted issuers (`OIDC_ISSUERS`): the issuer is chosen by
  * the token's `iss` (one not trusted is refused before any fetch), its metadata is discovered
@@ -67,6 +71,8 @@ interface Issuer {
  */
 export class JwtAccessTokens {
   private readonly issuers = new Map<string, Issuer>();
+  /** Tokens verified lately, by their SHA-256: an HTTP client sends the same token with every call, and a signature check costs more than a call. */
+  private readonly verified = new Map<string, { verification: JwtVerification & { ok: true }; until: number }>();
 
   constructor(
     private readonly settings: OidcSettings,
@@ -83,8 +89,27 @@ export class JwtAccessTokens {
     return [...this.issuers.keys()];
   }
 
+  /**
+   * The token checked, or a verification of the same token kept for at most
+   * {@link VERIFIED_TTL_MS} and never past its `exp` (so a key the issuer withdraws stops a token
+   * it signed within that time). Refusals are not kept: a flood of bad tokens fills nothing.
+   */
   async verify(token: string): Promise<JwtVerification> {
     if (token.length > MAX_JWT_LENGTH) return { ok: false, reason: `Invalid token: longer than ${MAX_JWT_LENGTH} characters` };
+    const digest = createHash('sha256').update(token).digest('base64');
+    const now = Date.now();
+    const kept = this.verified.get(digest);
+    if (kept && kept.until > now) return kept.verification;
+    if (kept) this.verified.delete(digest);
+    const verification = await this.check(token);
+    if (verification.ok) {
+      if (this.verified.size >= VERIFIED_MAX) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(digest, { verification, until: Math.min(now + VERIFIED_TTL_MS, verification.expiresAt ?? Infinity) });
+    }
+    return verification;
+  }
+
+  private async check(token: string): Promise<JwtVerification> {
     let unverifiedIssuer: unknown;
     try {
       unverifiedIssuer = decodeJwt(token).iss;
