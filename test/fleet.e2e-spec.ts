@@ -168,6 +168,16 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(await speaker.next()).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE' });
   });
 
+  it("fails an agent's call at once when the device disconnects before answering", async () => {
+    const speaker = await device(stack, 'leaving-1');
+    const started = Date.now();
+    const call = post(stack, '/devices/leaving-1/tools/light_on', OWNER, { room: 'porch' });
+    expect(await speaker.next()).toMatchObject({ type: 'tool_callback' });
+    await speaker.close();
+    expect(await call).toMatchObject({ status: 503, body: { error: { code: 'TOOL_UNAVAILABLE', message: expect.stringContaining('disconnected') } } });
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
   it('pushes a sentence the device speaks as an answer nobody asked for, marked push', async () => {
     const speaker = track(await device(stack, 'say-1'));
     const pushed = await post(stack, '/devices/say-1/say', OWNER, { text: 'Dinner is **ready**.' });

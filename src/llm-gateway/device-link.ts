@@ -48,8 +48,17 @@ class LlmDeviceLink implements DeviceLink {
     return [...this.connection.state.agentTools.values()];
   }
 
+  /** Stopped by the caller's signal or the socket's close (one controller and two listeners: Node 20's `AbortSignal.any` costs more than the call). */
   callTool(toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
-    return this.clientTools.callForAgent(this.connection, toolName, args, AbortSignal.any([signal, this.connection.signal]));
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    const forget = this.connection.onClose(() => stop.abort(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `Device "${this.deviceId}" disconnected before it answered`)));
+    return this.clientTools.callForAgent(this.connection, toolName, args, stop.signal).finally(() => {
+      signal.removeEventListener('abort', onAbort);
+      forget();
+    });
   }
 
   say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): void {
