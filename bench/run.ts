@@ -1,3 +1,4 @@
+import { benchFleet } from './suites/fleet';
 import { benchIdleConnections } from './suites/idle-connections';
 import { benchLlmTurn } from './suites/llm-turn';
 import { benchPeer } from './suites/peer';
@@ -29,6 +30,16 @@ const SUITES = {
       rounds: smoke ? 1 : 3,
       microIterations: smoke ? 2_000 : 200_000,
       bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
+    }),
+  fleet: (smoke: boolean) =>
+    benchFleet({
+      calls: {
+        connections: smoke ? [1] : [1, 8],
+        bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
+        rounds: smoke ? 1 : 5,
+      },
+      fanout: smoke ? { devices: 20, concurrency: 8, warmup: 4, rounds: 1 } : { devices: 10_000, concurrency: 64, warmup: 1000, rounds: 3 },
+      idle: smoke ? { devices: 100, settleMs: 200 } : { devices: 100_000, settleMs: 1000 },
     }),
 };
 type SuiteName = keyof typeof SUITES;
