@@ -97,6 +97,9 @@ const SCRIPTS = {
 type ScriptName = keyof typeof SCRIPTS;
 type ScriptedRedis = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<unknown>>;
 
+/** Longest a forced close of the worker may take before its connections are cut. */
+const FORCED_CLOSE_MS = 2000;
+
 /**
  * Reminders in Redis, scheduled with BullMQ (`REDIS_URL`): shared by every instance, kept across
  * restarts. Each reminder is a record of its own (JSON, expiring a while after its due time),
@@ -266,9 +269,10 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
   private async stopWorker(force: boolean): Promise<void> {
     const worker = this.worker;
     if (!worker) return;
+    this.worker = undefined;
     if (force) {
       this.stopping.abort();
-      await worker.close(true).catch(() => undefined);
+      await this.forceClose(worker);
       return;
     }
     let timer: NodeJS.Timeout | undefined;
@@ -278,8 +282,22 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
     if (outcome === 'late') {
       this.logger.warn(`Reminders still being spoken after ${this.tuning.shutdownWaitMs} ms; stopping anyway`);
       this.stopping.abort();
-      await worker.close(true).catch(() => undefined);
+      await this.forceClose(worker);
     }
+  }
+
+  /**
+   * Closes the worker without waiting for its jobs, and at most {@link FORCED_CLOSE_MS}: a worker
+   * whose blocking connection Redis dropped can wait for ever in `close`, and a shutdown must end.
+   * Past that its connections are cut.
+   */
+  private async forceClose(worker: Worker<ReminderJobData>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), FORCED_CLOSE_MS)));
+    const outcome = await Promise.race([worker.close(true).then(() => 'closed' as const, () => 'closed' as const), late]);
+    clearTimeout(timer);
+    // Not awaited: a worker stuck on a dead connection can wait in `disconnect` too.
+    if (outcome === 'late') void worker.disconnect().catch(() => undefined);
   }
 
   /** One due job: claims its reminder, then speaks it; a reminder claimed already (or cancelled) ends the job. */
