@@ -7,7 +7,7 @@ import type { AddressInfo } from 'net';
 import { RunningGateway, startGateway } from './support/gateway';
 import { AuthFailed, EnvelopeClient } from './support/mcp-envelope-client';
 import { TestAuthorizationServer } from './support/oidc-provider';
-import { TestSocket, UpgradeRefused } from './support/test-socket';
+import { refusal, TestSocket } from './support/test-socket';
 
 const PUBLIC_URL = 'http://gateway.test';
 const STATIC_TOKEN = 'static-secret-of-the-identity-tests';
@@ -29,15 +29,6 @@ async function silentIssuer(): Promise<{ url: string; close: () => Promise<void>
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-async function refusal(opening: Promise<unknown>): Promise<UpgradeRefused> {
-  const error = await opening.then(
-    () => undefined,
-    (failure: unknown) => failure,
-  );
-  expect(error).toBeInstanceOf(UpgradeRefused);
-  return error as UpgradeRefused;
 }
 
 describe('JWT access tokens from a real authorization server (oidc-provider)', () => {

@@ -13,7 +13,7 @@ import { AuthFailed, EnvelopeClient } from './support/mcp-envelope-client';
 import { LlmStack, startLlmStack } from './support/llm-stack';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from './support/redis';
 import { provideGlobalWebSocket } from './support/sdk-websocket';
-import { TestSocket, UpgradeRefused } from './support/test-socket';
+import { refusal, TestSocket } from './support/test-socket';
 import { Utcp01Client, UtcpRequestFailed } from './support/utcp01-client';
 
 provideGlobalWebSocket();
@@ -66,15 +66,6 @@ const overHttp = (gateway: RunningGateway, token: string) =>
   new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
-
-async function refusal(opening: Promise<unknown>): Promise<UpgradeRefused> {
-  const error = await opening.then(
-    () => undefined,
-    (failure: unknown) => failure,
-  );
-  expect(error).toBeInstanceOf(UpgradeRefused);
-  return error as UpgradeRefused;
-}
 
 describe('a token limited to get_current_time', () => {
   let file: TokensFile;

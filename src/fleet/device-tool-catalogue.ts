@@ -52,12 +52,8 @@ export class DeviceToolCatalogue implements CatalogueSource, OnModuleInit {
     return device ? this.toolsOf(device).get(name) : undefined;
   }
 
-  /** One device's tools as agents see them, unprefixed (the device's own MCP endpoint). */
-  toolsOfDevice(entry: DeviceEntry): Map<string, CatalogueEntry> {
-    return this.toolsOf(entry);
-  }
-
-  private toolsOf(entry: DeviceEntry): Map<string, CatalogueEntry> {
+  /** One device's tools as agents see them, by agent-facing name (also the device's own MCP endpoint's). */
+  toolsOf(entry: DeviceEntry): Map<string, CatalogueEntry> {
     const cached = this.compiled.get(entry.id);
     if (cached?.entry === entry) return cached.tools;
     const tools = new Map<string, CatalogueEntry>();

@@ -38,7 +38,7 @@ export class DeviceMcpController {
     }
     const device = this.fleet.visibleDevice({ principal: request.principal }, id);
     if (!device) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
-    const tools = this.deviceTools.toolsOfDevice(device);
+    const tools = this.deviceTools.toolsOf(device);
     const view: McpToolView = {
       list: () => [...tools.values()].map(({ tool }) => ({ ...tool, name: tool.name.slice(tool.name.indexOf('__') + 2) })),
       catalogueName: (name) => (tools.has(agentToolName(id, name)) ? agentToolName(id, name) : undefined),

@@ -11,6 +11,16 @@ export class UpgradeRefused extends Error {
   }
 }
 
+/** The refusal an upgrade met (fails the test if it was accepted, or failed otherwise). */
+export async function refusal(opening: Promise<unknown>): Promise<UpgradeRefused> {
+  const error = await opening.then(
+    () => undefined,
+    (failure: unknown) => failure,
+  );
+  expect(error).toBeInstanceOf(UpgradeRefused);
+  return error as UpgradeRefused;
+}
+
 /**
  * A `ws` client for tests: frames are queued as they arrive and read with `next()`, so a test
  * reads the conversation in order without racing the socket.
