@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'https';
+import { wholeEvents } from './whole-events';
 
 /** Connections to the model server kept open between requests (a turn after a turn reuses one). */
 const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
@@ -23,7 +24,7 @@ function responseOf(message: IncomingMessage, url: string) {
     url,
     headers,
     /** `openai` reads a body that is async-iterable as it is, without web streams. */
-    body: message,
+    body: headers.get('content-type')?.startsWith('text/event-stream') ? wholeEvents(message) : message,
     text,
     json: async () => JSON.parse(await text()) as unknown,
   };
