@@ -1,0 +1,96 @@
+import { execFile } from 'child_process';
+import { existsSync } from 'fs';
+import { join } from 'path';
+import { promisify } from 'util';
+import { PROJECT_ROOT } from '../support/built';
+
+const RUN_BENCH = join(PROJECT_ROOT, 'dist-bench', 'bench', 'run.js');
+
+/**
+ * `npm run bench --smoke`: every suite for a moment, so the scripts that produce BENCHMARKS.md
+ * keep working. What it measures is not asserted (a timed test would fail on a busy machine);
+ * that every figure comes out, whole, with its baseline and ratio, is.
+ */
+describe('the benchmarks, in smoke mode', () => {
+  let figures: any[];
+
+  beforeAll(async () => {
+    if (!existsSync(RUN_BENCH)) throw new Error(`${RUN_BENCH} is missing: run "npm run build:bench" (npm test does it first)`);
+    const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 240_000, maxBuffer: 1 << 24 });
+    figures = stdout.trim().split('\n').map((line) => JSON.parse(line));
+  }, 250_000);
+
+  const positive = expect.any(Number);
+  const throughput = { calls_per_s: positive, p50_ms: positive, p99_ms: positive, server_cpu_us_per_call: positive };
+
+  it('measures tool-call round trips on every protocol, with 1 and 50 connections, against the bare ws server', () => {
+    const calls = figures.filter((figure) => figure.figure === 'tool_call_round_trip');
+    expect(calls.map((figure) => `${figure.protocol}/${figure.connections}`).sort()).toEqual(
+      ['litemcp', 'mcp-envelope', 'mcp-plain', 'utcp'].flatMap((protocol) => [`${protocol}/1`, `${protocol}/50`]).sort(),
+    );
+    for (const figure of calls) {
+      expect(figure).toMatchObject({ gateway: throughput, baseline: throughput, ratio: { calls_per_s: positive }, target: { met: expect.any(Boolean) } });
+      expect(figure.gateway.calls_per_s).toBeGreaterThan(0);
+      expect(figure.baseline.calls_per_s).toBeGreaterThan(0);
+    }
+  });
+
+  it('measures the LLM turn overhead against direct completions, plain, streamed and with tools; plain and streamed against the bare turn server', () => {
+    const turns = figures.filter((figure) => figure.figure === 'llm_turn_overhead');
+    expect(turns.map((figure) => figure.turn).sort()).toEqual(['plain', 'server_and_client_tool', 'streamed']);
+    for (const figure of turns) {
+      expect(figure).toMatchObject({
+        gateway: { p50_ms: positive, p99_ms: positive, cpu_us_per_turn: positive },
+        direct: { p50_ms: positive, p99_ms: positive },
+        overhead: { p50_ms: positive },
+      });
+      expect(figure.gateway.p50_ms).toBeGreaterThan(0);
+      expect(figure.direct.p50_ms).toBeGreaterThan(0);
+      expect(figure.gateway.cpu_us_per_turn).toBeGreaterThan(0);
+    }
+    for (const figure of turns.filter((turn) => turn.turn !== 'server_and_client_tool')) {
+      expect(figure).toMatchObject({ baseline: { p50_ms: positive, cpu_us_per_turn: positive }, ratio: { cpu_to_baseline: positive } });
+      expect(figure.baseline.cpu_us_per_turn).toBeGreaterThan(0);
+    }
+  });
+
+  it('measures the time to the first sentence and to the whole answer at a real model\'s pace, beside the direct stream', () => {
+    const [latency] = figures.filter((figure) => figure.figure === 'llm_turn_latency');
+    expect(latency).toMatchObject({
+      pace: { firstTokenMs: 300, tokensPerSecond: 40 },
+      gateway: { first_sentence_p50_ms: positive, final_p50_ms: positive },
+      direct: { first_sentence_p50_ms: positive, final_p50_ms: positive },
+      first_sentence_after_direct: { p50_ms: positive },
+    });
+    expect(latency.gateway.first_sentence_p50_ms).toBeGreaterThanOrEqual(300);
+    expect(latency.gateway.first_sentence_p50_ms).toBeLessThan(latency.gateway.final_p50_ms);
+  });
+
+  it('holds idle connections on the gateway and on the bare ws server, and says what each costs', () => {
+    const [idle] = figures.filter((figure) => figure.figure === 'idle_connections');
+    expect(idle).toMatchObject({ connections: 200, gateway: { rss_bytes_per_connection: positive, connect_p50_ms: positive }, baseline: { rss_bytes_per_connection: positive }, ratio: { rss_per_connection: positive } });
+  });
+
+  it('calls the same MCP tool through supergateway and through the gateway with the same client', () => {
+    const peer = figures.filter((figure) => figure.figure === 'peer_mcp_tools_call');
+    expect(peer.map((figure) => figure.connections).sort()).toEqual([1, 50]);
+    for (const figure of peer) {
+      expect(figure).toMatchObject({ gateway: throughput, peer: { name: expect.stringContaining('supergateway'), calls_per_s: positive }, ratio: { calls_per_s: positive } });
+      expect(figure.peer.calls_per_s).toBeGreaterThan(0);
+    }
+  });
+
+  it('measures tool calls with a tokens file (tool glob, protocols, rate-limit counter) against the same token in AUTH_TOKENS', () => {
+    const [checks] = figures.filter((figure) => figure.figure === 'tokens_file_checks');
+    expect(checks).toMatchObject({
+      protocol: 'litemcp',
+      connections: 50,
+      without_file: throughput,
+      with_file: throughput,
+      ratio: { calls_per_s: positive, cpu_per_call: positive },
+      end_to_end_cpu_overhead: expect.any(Number),
+    });
+    const [cost] = figures.filter((figure) => figure.figure === 'tokens_file_check_cost');
+    expect(cost).toMatchObject({ full_access_ns: positive, named_token_ns: positive, checks_ns: expect.any(Number), share_of_tool_call: expect.any(Number), target: { max_share: 0.05 } });
+  });
+});
