@@ -8,7 +8,8 @@ import { WebSocket, WebSocketServer } from 'ws';
  * `ws`, Node's `http` and `ioredis` and no framework. Devices connect at `/` naming themselves
  * (`Device-Id`) and are greeted; agents call a device's tool over LiteMCP at
  * `/litemcp/<device>__<tool>` (the gateway's frames), and `POST /devices/<id>/say {"text"}` pushes
- * an `llm_response` and an `idle` to the device. A device on another instance is reached as the
+ * an `llm_response` and an `idle` to the device (`POST /devices/say {"devices", "text"}` to many:
+ * one message per other instance). A device on another instance is reached as the
  * gateway reaches it: a message on that instance's inbox channel, its answer on ours. The
  * directory is a Redis hash of device -> instance with a channel of its changes, mirrored in
  * memory. The same bearer check at the upgrade and on HTTP; no validation, session, limits,
@@ -23,6 +24,7 @@ const INSTANCE = randomUUID();
 type Message =
   | { kind: 'call'; id: string; from: string; device: string; tool: string; args: Record<string, unknown> }
   | { kind: 'say'; id: string; from: string; device: string; text: string }
+  | { kind: 'say-each'; id: string; from: string; devices: string[]; text: string }
   | { kind: 'reply'; id: string; ok: boolean; value?: unknown; message?: string };
 
 /** Device sockets held here. */
@@ -60,13 +62,28 @@ function say(device: string, text: string): Promise<{ ok: boolean; message?: str
   return remote(device, (id) => ({ kind: 'say', id, from: INSTANCE, device, text }));
 }
 
+/** One `say` to many devices: each instance holding some gets one message naming them all. */
+async function sayToEach(devices: string[], text: string): Promise<void> {
+  const elsewhere = new Map<string, string[]>();
+  for (const device of devices) {
+    const socket = local.get(device);
+    if (socket) speak(socket, `push-${randomUUID()}`, text);
+    else {
+      const instance = directory.get(device);
+      if (instance) elsewhere.get(instance)?.push(device) ?? elsewhere.set(instance, [device]);
+    }
+  }
+  await Promise.all(
+    [...elsewhere].map(([instance, batch]) => remote(batch[0], (id) => ({ kind: 'say-each', id, from: INSTANCE, devices: batch, text }), instance)),
+  );
+}
+
 function speak(socket: WebSocket, turnId: string, text: string): void {
   socket.send(JSON.stringify({ type: 'llm_response', content: text, tool_calls: [], is_final: true, turn_id: turnId, origin: 'push' }));
   socket.send(JSON.stringify({ type: 'status', status: 'idle', turn_id: turnId, origin: 'push' }));
 }
 
-function remote(device: string, message: (id: string) => Message): Promise<{ ok: boolean; value?: unknown; message?: string }> {
-  const instance = directory.get(device);
+function remote(device: string, message: (id: string) => Message, instance = directory.get(device)): Promise<{ ok: boolean; value?: unknown; message?: string }> {
   if (!instance || !redis) return Promise.resolve({ ok: false, message: `Device "${device}" is not connected` });
   const id = randomUUID();
   return new Promise((resolve) => {
@@ -80,6 +97,14 @@ function receive(message: Message): void {
     const settle = awaited.get(message.id);
     awaited.delete(message.id);
     settle?.(message);
+    return;
+  }
+  if (message.kind === 'say-each') {
+    for (const device of message.devices) {
+      const socket = local.get(device);
+      if (socket) speak(socket, `push-${randomUUID()}`, message.text);
+    }
+    void redis!.publish(inbox(message.from), JSON.stringify({ kind: 'reply', id: message.id, ok: true }));
     return;
   }
   const done = message.kind === 'call' ? callDevice(message.device, message.tool, message.args) : say(message.device, message.text);
@@ -137,6 +162,15 @@ const server = createServer((request, response) => {
   if (request.method === 'GET' && parts[0] === 'devices' && parts.length === 2) {
     const instance = directory.get(parts[1]);
     return instance ? answer(response, 200, { id: parts[1], instance }) : answer(response, 404, { error: { code: 'DEVICE_OFFLINE' } });
+  }
+  if (request.method === 'POST' && path === '/devices/say') {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const { devices, text } = JSON.parse(Buffer.concat(chunks).toString()) as { devices: string[]; text: string };
+      void sayToEach(devices, text).then(() => answer(response, 200, { results: devices.map((device) => ({ device, delivered: 'spoken', turn_id: `push-${randomUUID()}` })) }));
+    });
+    return;
   }
   if (request.method === 'POST' && parts[0] === 'devices' && parts[2] === 'say' && parts.length === 3) {
     const chunks: Buffer[] = [];

@@ -18,8 +18,9 @@ export interface FleetOptions {
    */
   calls: { connections: number[]; bounds: LoopBounds; rounds: number };
   /**
-   * One `say` to each of `devices` devices, half on each of two instances, `concurrency` HTTP
-   * requests in flight; `warmup` pushes first, untimed; `rounds` rounds per pair, the median reported.
+   * One `say` to each of `devices` devices, half on each of two instances, two ways: a request per
+   * device, `concurrency` in flight, and one request naming them all (`POST /devices/say`);
+   * `warmup` pushes first, untimed; `rounds` rounds per pair and way, the median reported.
    */
   fanout: { devices: number; concurrency: number; warmup: number; rounds: number };
   /**
@@ -112,6 +113,16 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 
 async function getJson(port: number, path: string): Promise<{ status: number; body: any }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: AUTH });
+  return { status: response.status, body: await response.json().catch(() => undefined) };
+}
+
+async function postJson(port: number, path: string, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(PHASE_TIMEOUT_MS),
+  });
   return { status: response.status, body: await response.json().catch(() => undefined) };
 }
 
@@ -319,8 +330,11 @@ interface FanoutFigures {
   redis_cpu_us_per_push: number | null;
 }
 
-/** POSTs `{"text"}` to `/devices/<id>/say` on `port` for every id, `concurrency` at a time on keep-alive sockets; when each was sent (monotonic ms). */
-async function sendPushes(port: number, ids: string[], text: string, concurrency: number): Promise<{ sentAt: Map<string, number>; doneAt: number }> {
+/** How a round sends its pushes: when each was sent (monotonic ms) and when the last answer came. */
+type PushSender = (port: number, ids: string[], text: string, concurrency: number) => Promise<{ sentAt: Map<string, number>; doneAt: number }>;
+
+/** POSTs `{"text"}` to `/devices/<id>/say` on `port` for every id, `concurrency` at a time on keep-alive sockets. */
+const sendEachPush: PushSender = async (port, ids, text, concurrency) => {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const body = JSON.stringify({ text });
   const sentAt = new Map<string, number>();
@@ -361,7 +375,23 @@ async function sendPushes(port: number, ids: string[], text: string, concurrency
   } finally {
     agent.destroy();
   }
-}
+};
+
+/** POSTs `{"devices": ids, "text"}` to `/devices/say` on `port`: one request for the whole fan-out. */
+const sendOnePush: PushSender = async (port, ids, text) => {
+  const sent = monotonicMs();
+  const answer = await postJson(port, '/devices/say', { devices: ids, text });
+  const results = answer.body?.results as { device: string; delivered?: string }[] | undefined;
+  const missed = results?.find((result) => result.delivered !== 'spoken');
+  if (answer.status !== 200 || results?.length !== ids.length || missed) {
+    throw new Error(`fleet: the fan-out was answered ${answer.status}: ${JSON.stringify(missed ?? answer.body).slice(0, 300)}`);
+  }
+  return { sentAt: new Map(ids.map((id) => [id, sent])), doneAt: monotonicMs() };
+};
+
+/** The two ways a fan-out is sent, as figures name them. */
+const FANOUT_WAYS = { request_per_device: sendEachPush, one_request: sendOnePush } as const;
+type FanoutWay = keyof typeof FANOUT_WAYS;
 
 /** Until `port`'s directory holds `count` devices. */
 async function directoryHolds(port: number, count: number): Promise<void> {
@@ -375,11 +405,11 @@ interface FanoutPair {
 }
 
 /** Sends a push to each of `ids` through the pair's first instance and waits until every device has it; the timings. */
-async function pushRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[], text: string, concurrency: number) {
+async function pushRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[], text: string, concurrency: number, send: PushSender) {
   await Promise.all(pair.swarms.map((swarm) => swarm.expect(text)));
   const wanted = new Set(ids);
   const start = monotonicMs();
-  const { sentAt, doneAt } = await sendPushes(pair.servers[0].port, ids, text, concurrency);
+  const { sentAt, doneAt } = await send(pair.servers[0].port, ids, text, concurrency);
   const collected = await Promise.all(pair.swarms.map((swarm, index) => swarm.collect(idsBySwarm[index].filter((id) => wanted.has(id)).length, PHASE_TIMEOUT_MS)));
   const latencies: number[] = [];
   let last = start;
@@ -397,9 +427,9 @@ async function pushRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[]
 }
 
 /** One measured round of the fan-out on `pair`. */
-async function fanoutRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[], redis: BenchRedis, concurrency: number): Promise<FanoutFigures> {
+async function fanoutRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[], redis: BenchRedis, concurrency: number, send: PushSender): Promise<FanoutFigures> {
   const before = cpuNow(pair.servers, redis);
-  const pushed = await pushRound(pair, idsBySwarm, ids, PUSH_TEXT, concurrency);
+  const pushed = await pushRound(pair, idsBySwarm, ids, PUSH_TEXT, concurrency, send);
   const cpu = cpuPer(before, cpuNow(pair.servers, redis), ids.length);
   const latency = summarise(pushed.latencies);
   const fanoutS = (pushed.last - pushed.start) / 1000;
@@ -450,15 +480,19 @@ async function measureFanout(gateway: ServerProcess[], baseline: ServerProcess[]
       ),
     );
     for (const pair of pairs) await directoryHolds(pair.servers[0].port, ids.length);
-    for (const pair of pairs) await pushRound(pair, idsBySwarm, ids.slice(0, options.warmup), WARMUP_TEXT, options.concurrency);
-    const rounds: FanoutFigures[][] = [[], []];
-    for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
-      for (let step = 0; step < pairs.length; step++) {
-        const index = (roundIndex + step) % pairs.length;
-        rounds[index].push(await fanoutRound(pairs[index], idsBySwarm, ids, redis, options.concurrency));
+    const figures = new Map<FanoutWay, { gateway: FanoutFigures[]; baseline: FanoutFigures[] }>();
+    for (const [way, send] of Object.entries(FANOUT_WAYS) as [FanoutWay, PushSender][]) {
+      for (const pair of pairs) await pushRound(pair, idsBySwarm, ids.slice(0, options.warmup), WARMUP_TEXT, options.concurrency, send);
+      const rounds: FanoutFigures[][] = [[], []];
+      for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
+        for (let step = 0; step < pairs.length; step++) {
+          const index = (roundIndex + step) % pairs.length;
+          rounds[index].push(await fanoutRound(pairs[index], idsBySwarm, ids, redis, options.concurrency, send));
+        }
       }
+      figures.set(way, { gateway: rounds[0], baseline: rounds[1] });
     }
-    return { gateway: rounds[0], baseline: rounds[1] };
+    return figures;
   });
 }
 
@@ -611,7 +645,7 @@ async function benchTwoInstances(options: FleetOptions, parts: Set<string>): Pro
       const gateway = servers.slice(0, 2);
       const baseline = servers.slice(2, 4);
       if (parts.has('calls')) emitCalls(options, await measureCalls(gateway, baseline, redis, options.calls));
-      if (parts.has('fanout')) emitFanout(options, await measureFanout(gateway, baseline, redis, options.fanout));
+      if (parts.has('fanout')) for (const [way, rounds] of await measureFanout(gateway, baseline, redis, options.fanout)) emitFanout(options, way, rounds);
     });
   } finally {
     await Promise.all(prefixes.map((prefix) => redis.removeKeys(prefix))).catch(() => undefined);
@@ -649,14 +683,15 @@ function emitCalls(options: FleetOptions, figures: Map<number, { gateway: CallPa
   }
 }
 
-function emitFanout(options: FleetOptions, rounds: { gateway: FanoutFigures[]; baseline: FanoutFigures[] }): void {
+function emitFanout(options: FleetOptions, way: FanoutWay, rounds: { gateway: FanoutFigures[]; baseline: FanoutFigures[] }): void {
   const gateway = medianRound(rounds.gateway);
   const baseline = medianRound(rounds.baseline);
   emit({
     figure: 'fleet_push_fanout',
+    way,
     instances: 2,
     devices: options.fanout.devices,
-    concurrency: options.fanout.concurrency,
+    concurrency: way === 'one_request' ? 1 : options.fanout.concurrency,
     rounds: options.fanout.rounds,
     gateway,
     baseline,

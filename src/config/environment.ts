@@ -437,6 +437,13 @@ export class EnvironmentVariables {
   @Max(100_000)
   FLEET_PUSH_MAX_CHARS = 2000;
 
+  @Setting({ group: 'fleet', about: 'Most devices one fan-out (`POST /devices/say`) may name, ids and the devices its globs match together.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  FLEET_PUSH_MAX_DEVICES = 10_000;
+
   @Setting({
     group: 'fleet',
     about: 'Pushes held for one offline device (`hold_s`), delivered in order at its next connection; one more is refused with `DEVICE_BUSY`.',

@@ -168,6 +168,7 @@ export interface GatewayConfig {
   clientTools: { enabled: boolean; maxCount: number; timeoutMs: number; resultQueueSize: number };
   fleet: {
     pushMaxChars: number;
+    pushMaxDevices: number;
     holdMaxCount: number;
     /** Seconds, as `hold_s` is given. */
     holdMaxS: number;
@@ -361,6 +362,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
     },
     fleet: {
       pushMaxChars: env.FLEET_PUSH_MAX_CHARS,
+      pushMaxDevices: env.FLEET_PUSH_MAX_DEVICES,
       holdMaxCount: env.FLEET_HOLD_MAX_COUNT,
       holdMaxS: env.FLEET_HOLD_MAX_S,
       reminders: {

@@ -19,6 +19,13 @@ export function deviceIdProblem(id: unknown): string | undefined {
   return undefined;
 }
 
+/** A glob over device ids (`kitchen-*`, `AA:BB:*`): their characters, and at least one `*`. */
+const DEVICE_GLOB = /^[A-Za-z0-9_:*-]{1,128}$/;
+
+export function isDeviceGlob(value: unknown): value is string {
+  return typeof value === 'string' && value.includes('*') && DEVICE_GLOB.test(value);
+}
+
 /**
  * The name agents see a device's tool by: the device id with `:` written `.`, then `__`, then the
  * tool's own name (`AA.BB.CC.DD.EE.FF__light_on`). Every character is one that MCP (SEP-986),

@@ -1,3 +1,5 @@
+import type { GatewayError } from '../core/errors/gateway-error';
+
 /**
  * What the rest of the gateway (reminders, the `device_say` tool, the devices HTTP routes) asks
  * of the fleet to make a device speak, wherever its socket is. The fleet routes the push to the
@@ -25,6 +27,9 @@ export interface PushReceipt {
   /** The `turn_id` its frames carry. */
   turnId: string;
 }
+
+/** What became of a push to one of many devices: its receipt, or why it did not reach it. */
+export type PushOutcome = { device: string; receipt: PushReceipt } | { device: string; error: GatewayError };
 
 /** Who asks for a push: the device must be theirs, or granted to their token (`devices` globs). */
 export interface FleetCaller {

@@ -48,6 +48,7 @@ function optionalBoolean(body: Record<string, unknown>, name: string): boolean |
  * The fleet over HTTP, behind the bearer check, each caller seeing only the devices it may reach
  * (its own principal's, and those its `devices` globs grant; any other looks offline):
  * `GET /devices`, `GET /devices/<id>`, `POST /devices/<id>/say {"text", "interrupt"?, "hold_s"?}`,
+ * `POST /devices/say {"devices", "text", ...}` (one push to many),
  * `POST /devices/<id>/turns {"text", "hold_s"?}`, and `POST /devices/<id>/tools/<tool>` with
  * the arguments as the body. Errors are `{"error": {"code", "message"}}` with the code's status
  * (`DEVICE_OFFLINE` 404, `DEVICE_BUSY` 429).
@@ -71,6 +72,28 @@ export class DevicesController {
     const entry = this.fleet.visibleDevice({ principal: request.principal }, id);
     if (!entry) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
     return viewOf(entry);
+  }
+
+  /**
+   * One `say` to many devices: `{"devices": [ids and globs], "text", "interrupt"?, "hold_s"?}`.
+   * Each device is answered on its own, in order: `{"results": [{"device", "delivered",
+   * "turn_id"} | {"device", "error": {"code", "message"}}]}`; only a bad request as a whole
+   * (no text, no list, too many devices) is an error status.
+   */
+  @Post('say')
+  @HttpCode(200)
+  async sayToEach(@Body() raw: unknown, @Req() request: AuthenticatedRequest) {
+    const body = objectBody(raw);
+    const outcomes = await this.fleet.sayToEach(
+      body.devices as unknown[],
+      { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
+      { principal: request.principal },
+    );
+    return {
+      results: outcomes.map((outcome) =>
+        'error' in outcome ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } } : { device: outcome.device, ...receiptOf(outcome.receipt) },
+      ),
+    };
   }
 
   @Post(':id/say')

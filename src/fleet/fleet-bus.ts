@@ -1,14 +1,21 @@
 import type Redis from 'ioredis';
 import type { RedisChannels } from './redis-channels';
 
-/** What instances tell each other about devices: a call of a device's tool, a push, their answers. */
+/**
+ * What instances tell each other about devices: a call of a device's tool, a push, their answers.
+ * One `say` names every device of a fan-out that the receiving instance holds; its reply's
+ * `value` lists those it could not reach ({@link SayFailures}).
+ */
 export type FleetMessage =
   | { kind: 'call'; id: string; from: string; device: string; tool: string; args: Record<string, unknown>; timeoutMs: number; principal?: string }
   | { kind: 'cancel'; id: string; device: string }
-  | { kind: 'say'; id: string; from: string; device: string; text: string; interrupt?: boolean; reminderId?: string }
+  | { kind: 'say'; id: string; from: string; devices: { device: string; turnId: string }[]; text: string; interrupt?: boolean; reminderId?: string }
   | { kind: 'turn'; id: string; from: string; device: string; text: string }
   | { kind: 'replace'; device: string; connectionId: string }
   | { kind: 'reply'; id: string; ok: boolean; value?: unknown; code?: string; message?: string };
+
+/** The devices of a `say` that the receiving instance could not reach, with why. */
+export type SayFailures = { device: string; code: string; message: string }[];
 
 /**
  * How a message reaches the instance that holds a device's socket. Across replicas, each

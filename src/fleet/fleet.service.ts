@@ -1,28 +1,36 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'crypto';
+import { setImmediate } from 'timers/promises';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolCallContext } from '../core/tools/tool-definition';
+import { toolMatcher } from '../core/auth/tool-pattern';
 import { ToolError } from '../core/tools/tool-error';
 import type { DeviceEntry } from './device-entry';
-import { deviceIdProblem } from './device-id';
+import { deviceIdProblem, isDeviceGlob } from './device-id';
 import type { DeviceLink } from './device-link';
-import type { DevicePush, FleetCaller, PushReceipt, SayRequest } from './device-push';
-import type { FleetMessage } from './fleet-bus';
+import type { DevicePush, FleetCaller, PushOutcome, PushReceipt, SayRequest } from './device-push';
+import type { FleetMessage, SayFailures } from './fleet-bus';
 import { FLEET_STORES, FleetStores } from './fleet-stores';
 import type { HeldPush } from './held-pushes';
 
 /** How long a push waits for the instance holding the device to say it queued it. */
 const REMOTE_PUSH_TIMEOUT_MS = 5000;
+/** Globs one fan-out may name. */
+const MAX_GLOBS_PER_PUSH = 16;
+/** Devices a fan-out speaks to before it lets other work run. */
+const PUSHES_PER_TICK = 256;
+
+/** The devices of a fan-out that one instance holds, each with the `turn_id` of its push. */
+type SayBatch = { device: string; turnId: string }[];
 
 type Reply = Extract<FleetMessage, { kind: 'reply' }>;
 
 /** A request sent to another instance, waiting for its reply. */
 interface Awaited {
-  device: string;
-  /** The device's connection the request went to: another one taking its place will not answer it. */
-  connectionId: string;
+  /** The device and connection a request to one device went to: another connection taking its place will not answer it. */
+  device?: Pick<DeviceEntry, 'id' | 'connectionId'>;
   settle(reply: Reply): void;
 }
 
@@ -148,44 +156,85 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     if (entry.instance === this.instanceId && link) return link.callTool(toolName, args, context.signal);
     const id = randomUUID();
     const timeoutMs = this.config.clientTools.timeoutMs;
-    return this.request(entry, { kind: 'call', id, from: this.instanceId, device: deviceId, tool: toolName, args, timeoutMs, principal: context.principal }, context.signal).then(
+    return this.request(entry.instance, { kind: 'call', id, from: this.instanceId, device: deviceId, tool: toolName, args, timeoutMs, principal: context.principal }, context.signal, entry).then(
       (reply) => reply.value,
     );
   }
 
-  say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt> {
-    return this.push('say', deviceId, request, caller);
+  /** A `say` to one device: a fan-out of one, so that both take one way. */
+  async say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt> {
+    checkDeviceId(deviceId);
+    const [outcome] = await this.sayToEach([deviceId], request, caller);
+    if ('error' in outcome) throw outcome.error;
+    return outcome.receipt;
+  }
+
+  /**
+   * One `say` to many devices, named by id or by glob (`kitchen-*`, matched against the online
+   * devices the caller may reach), each answered on its own in the order named. Each instance
+   * speaks to the devices it holds: this one at once, another through one message for all of its
+   * devices, so a fan-out costs a message per instance, not one per device. A device offline, or
+   * gone before its instance spoke, is held when `holdS` asks for it.
+   */
+  async sayToEach(targets: readonly unknown[], request: SayRequest, caller: FleetCaller): Promise<PushOutcome[]> {
+    this.checkRequest(request);
+    const devices = this.devicesOf(targets, caller);
+    const batches = new Map<string, SayBatch>();
+    const unreached: string[] = [];
+    for (const device of devices) {
+      const entry = this.visibleDevice(caller, device);
+      if (!entry) unreached.push(device);
+      else {
+        const batch = batches.get(entry.instance) ?? [];
+        batches.set(entry.instance, batch);
+        batch.push({ device, turnId: `push-${randomUUID()}` });
+      }
+    }
+    const outcomes = new Map<string, PushOutcome>();
+    await Promise.all(
+      [...batches].map(async ([instance, batch]) => {
+        const failures = instance === this.instanceId ? await this.speakHere(batch, request) : await this.speakElsewhere(instance, batch, request);
+        const failed = new Map(failures.map((failure) => [failure.device, failure]));
+        for (const { device, turnId } of batch) {
+          const failure = failed.get(device);
+          if (!failure) outcomes.set(device, { device, receipt: { delivered: 'spoken', turnId } });
+          else if (failure.code === GatewayErrorCode.DEVICE_OFFLINE) unreached.push(device);
+          else outcomes.set(device, { device, error: new GatewayError(failure.code as GatewayErrorCode, failure.message) });
+        }
+      }),
+    );
+    await Promise.all(
+      unreached.map((device) =>
+        this.hold('say', device, `push-${randomUUID()}`, request, caller).then(
+          (receipt) => outcomes.set(device, { device, receipt }),
+          (error: unknown) => outcomes.set(device, { device, error: asGatewayError(error) }),
+        ),
+      ),
+    );
+    return devices.map((device) => outcomes.get(device)!);
   }
 
   /** Starts a turn on the device as if its user had said `text`; its answer is spoken there. */
-  startTurn(deviceId: string, request: Pick<SayRequest, 'text' | 'holdS'>, caller: FleetCaller): Promise<PushReceipt> {
-    return this.push('turn', deviceId, request, caller);
-  }
-
-  private async push(kind: 'say' | 'turn', deviceId: string, request: Omit<SayRequest, 'origin'>, caller: FleetCaller): Promise<PushReceipt> {
-    this.checkPush(deviceId, request);
+  async startTurn(deviceId: string, request: Pick<SayRequest, 'text' | 'holdS'>, caller: FleetCaller): Promise<PushReceipt> {
+    checkDeviceId(deviceId);
+    this.checkRequest(request);
     const turnId = `push-${randomUUID()}`;
     const entry = this.visibleDevice(caller, deviceId);
     if (entry) {
       const link = this.links.get(deviceId);
       if (entry.instance === this.instanceId && link) {
-        this.pushTo(link, kind, turnId, request);
+        link.startTurn(turnId, request.text);
         return { delivered: 'spoken', turnId };
       }
-      const message: FleetMessage =
-        kind === 'say'
-          ? { kind, id: turnId, from: this.instanceId, device: deviceId, text: request.text, interrupt: request.interrupt, reminderId: request.reminderId }
-          : { kind, id: turnId, from: this.instanceId, device: deviceId, text: request.text };
       try {
-        await this.request(entry, message, AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS));
+        await this.request(entry.instance, { kind: 'turn', id: turnId, from: this.instanceId, device: deviceId, text: request.text }, AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS), entry);
         return { delivered: 'spoken', turnId };
       } catch (error) {
         // It left between the lookup and the delivery: held, if the caller asked for that.
-        const left = error instanceof GatewayError && (error.code === GatewayErrorCode.DEVICE_OFFLINE || error.code === GatewayErrorCode.TOOL_UNAVAILABLE);
-        if (!left) throw error instanceof GatewayError ? error : new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `The instance holding device "${deviceId}" did not answer in time`);
+        if (!leftBeforeDelivery(error)) throw error instanceof GatewayError ? error : notAnswered(deviceId);
       }
     }
-    return this.hold(kind, deviceId, turnId, request, caller);
+    return this.hold('turn', deviceId, turnId, request, caller);
   }
 
   private async hold(kind: 'say' | 'turn', deviceId: string, turnId: string, request: Omit<SayRequest, 'origin'>, caller: FleetCaller): Promise<PushReceipt> {
@@ -201,9 +250,32 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     return { delivered: 'held', turnId };
   }
 
-  private checkPush(deviceId: string, request: Omit<SayRequest, 'origin'>): void {
-    const idProblem = deviceIdProblem(deviceId);
-    if (idProblem) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, idProblem);
+  /** The devices a fan-out names, in its order, each once: an id as it is, a glob as the online devices it matches that `caller` may reach, by id. */
+  private devicesOf(targets: readonly unknown[], caller: FleetCaller): string[] {
+    const { pushMaxDevices } = this.config.fleet;
+    if (!Array.isArray(targets) || targets.length === 0 || targets.length > pushMaxDevices) {
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices must be a list of 1 to ${pushMaxDevices} device ids or globs (FLEET_PUSH_MAX_DEVICES)`);
+    }
+    const devices = new Set<string>();
+    let visible: string[] | undefined;
+    let globs = 0;
+    for (const target of targets) {
+      if (!isDeviceGlob(target)) devices.add(checkDeviceId(target));
+      else {
+        // Each glob is matched against every device the caller reaches: their number is what is bounded.
+        if (++globs > MAX_GLOBS_PER_PUSH) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices may hold at most ${MAX_GLOBS_PER_PUSH} globs`);
+        visible ??= this.visibleDevices(caller).map((entry) => entry.id).sort();
+        const matches = toolMatcher([target]);
+        for (const id of visible) if (matches(id)) devices.add(id);
+      }
+      if (devices.size > pushMaxDevices) {
+        throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices names more than the ${pushMaxDevices} devices one push may reach (FLEET_PUSH_MAX_DEVICES)`);
+      }
+    }
+    return [...devices];
+  }
+
+  private checkRequest(request: Omit<SayRequest, 'origin'>): void {
     const { pushMaxChars, holdMaxS } = this.config.fleet;
     if (typeof request.text !== 'string' || request.text.trim() === '') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'text must be a non-empty string');
     if (request.text.length > pushMaxChars) {
@@ -215,21 +287,56 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     }
   }
 
-  private pushTo(link: DeviceLink, kind: 'say' | 'turn', turnId: string, request: Omit<SayRequest, 'origin'>): void {
-    if (kind === 'say') link.say(turnId, request.text, { interrupt: request.interrupt, reminderId: request.reminderId });
-    else link.startTurn(turnId, request.text);
+  /**
+   * Speaks to the devices of `batch` this instance holds; the ones it could not reach, with why.
+   * It lets other work run every {@link PUSHES_PER_TICK} devices, so a fan-out to thousands does
+   * not hold up the sockets it is not writing to.
+   */
+  private async speakHere(batch: SayBatch, request: Omit<SayRequest, 'origin'>): Promise<SayFailures> {
+    const failures: SayFailures = [];
+    for (let index = 0; index < batch.length; index++) {
+      const { device, turnId } = batch[index];
+      try {
+        const link = this.links.get(device);
+        if (!link) throw offline(device);
+        link.say(turnId, request.text, { interrupt: request.interrupt, reminderId: request.reminderId });
+      } catch (error) {
+        const { code, message } = asGatewayError(error);
+        failures.push({ device, code, message });
+      }
+      if ((index + 1) % PUSHES_PER_TICK === 0) await setImmediate();
+    }
+    return failures;
+  }
+
+  /** Has `instance` speak to the devices of `batch` it holds, in one message; the ones it could not reach, with why. */
+  private async speakElsewhere(instance: string, batch: SayBatch, request: Omit<SayRequest, 'origin'>): Promise<SayFailures> {
+    const message: FleetMessage = { kind: 'say', id: randomUUID(), from: this.instanceId, devices: batch, text: request.text, interrupt: request.interrupt, reminderId: request.reminderId };
+    try {
+      return (await this.request(instance, message, AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS))).value as SayFailures;
+    } catch (error) {
+      return batch.map(({ device }) =>
+        leftBeforeDelivery(error)
+          ? { device, code: GatewayErrorCode.DEVICE_OFFLINE, message: `Device "${device}" is not connected` }
+          : { device, code: GatewayErrorCode.TOOL_UNAVAILABLE, message: notAnswered(device).message },
+      );
+    }
   }
 
   private deliverHeld(link: DeviceLink, push: HeldPush): void {
     try {
-      this.pushTo(link, push.kind, push.turnId, push);
+      if (push.kind === 'say') link.say(push.turnId, push.text, { interrupt: push.interrupt, reminderId: push.reminderId });
+      else link.startTurn(push.turnId, push.text);
     } catch (error) {
       this.logger.warn(`A push held for device ${link.deviceId} was dropped: ${(error as Error).message}`);
     }
   }
 
-  /** Sends `message` to the instance holding `entry`'s socket and waits for its reply, until `signal` or the device's departure ends the wait. */
-  private request(entry: DeviceEntry, message: Extract<FleetMessage, { id: string }>, signal: AbortSignal): Promise<Reply> {
+  /**
+   * Sends `message` to `instance` and waits for its reply, until `signal` ends the wait, or, for a
+   * request to one device's connection (`device`), that device's departure.
+   */
+  private request(instance: string, message: Extract<FleetMessage, { id: string }>, signal: AbortSignal, device?: Pick<DeviceEntry, 'id' | 'connectionId'>): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       const forget = () => {
         this.awaited.delete(message.id);
@@ -237,22 +344,21 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
       };
       const onAbort = () => {
         forget();
-        if (message.kind === 'call') void this.stores.bus.send(entry.instance, { kind: 'cancel', id: message.id, device: entry.id }).catch(() => undefined);
+        if (message.kind === 'call') void this.stores.bus.send(instance, { kind: 'cancel', id: message.id, device: message.device }).catch(() => undefined);
         reject(signal.reason);
       };
       if (signal.aborted) return reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       this.awaited.set(message.id, {
-        device: entry.id,
-        connectionId: entry.connectionId,
+        device,
         settle: (reply) => {
           forget();
           if (reply.ok) resolve(reply);
           else reject(replyError(reply));
         },
       });
-      this.stores.bus.send(entry.instance, message).then(
-        (heard) => heard || this.awaited.get(message.id)?.settle(gone(message.id, entry.id)),
+      this.stores.bus.send(instance, message).then(
+        (heard) => heard || this.awaited.get(message.id)?.settle(gone(message.id, device?.id)),
         (error: Error) => this.awaited.get(message.id)?.settle({ kind: 'reply', id: message.id, ok: false, code: 'TOOL_UNAVAILABLE', message: `The device's instance cannot be reached: ${error.message}` }),
       );
     });
@@ -261,7 +367,7 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
   /** Ends the requests waiting on a device that left the directory, or whose connection another replaced: nobody will answer them. */
   private failAwaited(deviceId: string, connectionId: string | undefined): void {
     for (const [id, waiting] of this.awaited) {
-      if (waiting.device === deviceId && waiting.connectionId !== connectionId) waiting.settle(gone(id, deviceId));
+      if (waiting.device?.id === deviceId && waiting.device.connectionId !== connectionId) waiting.settle(gone(id, deviceId));
     }
   }
 
@@ -281,16 +387,18 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
         void this.runForRemote(message);
         return;
       case 'say':
+        void this.speakHere(message.devices, message).then((failures) => this.answer(message.from, { kind: 'reply', id: message.id, ok: true, value: failures }));
+        return;
       case 'turn': {
         const link = this.links.get(message.device);
         let reply: Reply = { kind: 'reply', id: message.id, ok: true };
         try {
           if (!link) throw offline(message.device);
-          this.pushTo(link, message.kind, message.id, message);
+          link.startTurn(message.id, message.text);
         } catch (error) {
           reply = failureReply(message.id, error);
         }
-        void this.stores.bus.send(message.from, reply).catch(() => undefined);
+        void this.answer(message.from, reply);
         return;
       }
     }
@@ -312,7 +420,12 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
       clearTimeout(timer);
       this.running.delete(message.id);
     }
-    if (!controller.signal.aborted || reply.ok) await this.stores.bus.send(message.from, reply).catch(() => undefined);
+    if (!controller.signal.aborted || reply.ok) await this.answer(message.from, reply);
+  }
+
+  /** Replies to another instance; one that is gone is past caring. */
+  private answer(instance: string, reply: Reply): Promise<unknown> {
+    return this.stores.bus.send(instance, reply).catch(() => undefined);
   }
 
   private entryOf(link: DeviceLink): DeviceEntry {
@@ -331,8 +444,27 @@ function offline(deviceId: string): GatewayError {
   return new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${deviceId}" is not connected`);
 }
 
-function gone(id: string, deviceId: string): Reply {
-  return { kind: 'reply', id, ok: false, code: 'TOOL_UNAVAILABLE', message: `Device "${deviceId}" went away before it answered` };
+function gone(id: string, deviceId: string | undefined): Reply {
+  return { kind: 'reply', id, ok: false, code: 'TOOL_UNAVAILABLE', message: deviceId ? `Device "${deviceId}" went away before it answered` : 'The instance holding the devices went away' };
+}
+
+function notAnswered(deviceId: string): GatewayError {
+  return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `The instance holding device "${deviceId}" did not answer in time`);
+}
+
+/** Whether a push to another instance failed because the device (or its instance) left before it was spoken: then it may be held. */
+function leftBeforeDelivery(error: unknown): boolean {
+  return error instanceof GatewayError && (error.code === GatewayErrorCode.DEVICE_OFFLINE || error.code === GatewayErrorCode.TOOL_UNAVAILABLE);
+}
+
+function checkDeviceId(id: unknown): string {
+  const problem = deviceIdProblem(id);
+  if (problem) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `${JSON.stringify(String(id).slice(0, 80))}: ${problem}`);
+  return id as string;
+}
+
+function asGatewayError(error: unknown): GatewayError {
+  return error instanceof GatewayError ? error : new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, (error as Error)?.message ?? 'The device could not be reached');
 }
 
 /** A failure as it travels back to the caller's instance: a gateway code and a message safe to show. */

@@ -128,6 +128,24 @@ describe('Fleet across replicas (Redis)', () => {
     expect(frames.find((frame) => frame.type === 'llm_response' && frame.is_final)).toMatchObject({ content: 'Answered on A.', origin: 'push' });
   });
 
+  it('one fan-out through B reaches the devices on A and on B, each answered on its own', async () => {
+    const onA = [await deviceOn(aPort, 'hall-a1', []), await deviceOn(aPort, 'hall-a2', [])];
+    const here = await deviceOn(b.gateway.port, 'hall-b1', []);
+    await Promise.all(['hall-a1', 'hall-a2', 'hall-b1'].map((id) => onB(id)));
+    const pushed = await post('/devices/say', { devices: ['hall-*', 'hall-gone'], text: 'Everyone out.' });
+    expect(pushed.status).toBe(200);
+    expect(pushed.body.results.map((result: any) => [result.device, result.delivered ?? result.error.code])).toEqual([
+      ['hall-a1', 'spoken'],
+      ['hall-a2', 'spoken'],
+      ['hall-b1', 'spoken'],
+      ['hall-gone', 'DEVICE_OFFLINE'],
+    ]);
+    for (const [index, device] of [...onA, here].entries()) {
+      expect(await device.next(5000)).toMatchObject({ type: 'llm_response', content: 'Everyone out.', origin: 'push', turn_id: pushed.body.results[index].turn_id });
+      expect(await device.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push' });
+    }
+  });
+
   it('a push held through B is delivered when the device connects to A', async () => {
     const first = await deviceOn(aPort, 'held-a1', []);
     await onB('held-a1');

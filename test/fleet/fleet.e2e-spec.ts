@@ -58,7 +58,7 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     dir = mkdtempSync(join(tmpdir(), 'vtg-fleet-'));
     const tokensFile = join(dir, 'tokens.yaml');
     writeFileSync(tokensFile, TOKENS_FILE, { mode: 0o600 });
-    stack = await startLlmStack({ AUTH_TOKENS: `${OWNER},${STRANGER}`, AUTH_TOKENS_FILE: tokensFile, CLIENT_TOOL_TIMEOUT: 2, FLEET_HOLD_MAX_COUNT: 3, FLEET_PUSH_MAX_CHARS: 500 });
+    stack = await startLlmStack({ AUTH_TOKENS: `${OWNER},${STRANGER}`, AUTH_TOKENS_FILE: tokensFile, CLIENT_TOOL_TIMEOUT: 2, FLEET_HOLD_MAX_COUNT: 3, FLEET_PUSH_MAX_CHARS: 500, FLEET_PUSH_MAX_DEVICES: 20 });
   });
 
   afterEach(async () => {
@@ -239,6 +239,63 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
       if (frame.type === 'llm_response') said.push(frame.content);
     }
     expect(said).toEqual(['One.', 'Two.', 'Three.']);
+  });
+
+  it('says one sentence to many devices in one request, by id and by glob, answering each device on its own', async () => {
+    const speakers = [track(await device(stack, 'fan-1', OWNER, [])), track(await device(stack, 'fan-2', OWNER, []))];
+    track(await device(stack, 'fan-3', STRANGER, []));
+    const pushed = await post(stack, '/devices/say', OWNER, { devices: ['fan-*', 'fan-1', 'nobody-9'], text: 'Fire *drill* now.' });
+    expect(pushed.status).toBe(200);
+    // fan-1 once though named twice; the stranger's fan-3 is not matched; nobody-9 is offline.
+    expect(pushed.body.results).toEqual([
+      { device: 'fan-1', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'fan-2', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'nobody-9', error: { code: 'DEVICE_OFFLINE', message: 'Device "nobody-9" is not connected' } },
+    ]);
+    for (const [index, speaker] of speakers.entries()) {
+      expect(await speaker.next()).toMatchObject({ type: 'llm_response', content: 'Fire drill now.', origin: 'push', turn_id: pushed.body.results[index].turn_id });
+      expect(await speaker.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push' });
+    }
+    // A glob reaches only the caller's devices: the stranger's fan-3 alone.
+    expect((await post(stack, '/devices/say', STRANGER, { devices: ['fan-*'], text: 'Mine.' })).body.results).toEqual([
+      { device: 'fan-3', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+    ]);
+    // A glob that matches nothing is an empty answer, not an error.
+    expect(await post(stack, '/devices/say', OWNER, { devices: ['nothing-*'], text: 'Hello?' })).toMatchObject({ status: 200, body: { results: [] } });
+  });
+
+  it('answers each device of a fan-out on its own: held when offline and asked to, busy when its queue is full', async () => {
+    const first = await device(stack, 'fan-held-1', OWNER, []);
+    await first.close();
+    await waitFor(async () => (await get(stack, '/devices/fan-held-1', OWNER)).status === 404);
+    const busy = track(await device(stack, 'fan-busy-1', OWNER, []));
+    stack.llm.reply({ text: 'Slow.', delayMs: 500 });
+    busy.send({ type: 'text_input', text: 'hold the queue' });
+    await busy.next(); // processing
+    for (let queued = 0; queued < 8; queued++) await post(stack, '/devices/fan-busy-1/say', OWNER, { text: 'Queued.' });
+    const pushed = await post(stack, '/devices/say', OWNER, { devices: ['fan-held-1', 'fan-busy-1'], text: 'Later.', hold_s: 60 });
+    expect(pushed.body.results).toEqual([
+      { device: 'fan-held-1', delivered: 'held', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'fan-busy-1', error: { code: 'DEVICE_BUSY', message: expect.any(String) } },
+    ]);
+  });
+
+  it('refuses a fan-out that is bad as a whole with one clear error', async () => {
+    const refused = async (body: unknown, status: number, code: string) => expect(await post(stack, '/devices/say', OWNER, body)).toMatchObject({ status, body: { error: { code } } });
+    await refused({ text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: [], text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: 'fan-1', text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: ['fan-1', 'not an id'], text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: ['fan-1', 42], text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: Array.from({ length: 17 }, (_, index) => `glob-${index}-*`), text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: Array.from({ length: 21 }, (_, index) => `many-${index}`), text: 'Hi' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: ['fan-1'], text: '' }, 400, 'INVALID_MESSAGE');
+    await refused({ devices: ['fan-1'], text: 'x'.repeat(501) }, 413, 'PAYLOAD_TOO_LARGE');
+    await refused({ devices: ['fan-1'], text: 'Hi', hold_s: -1 }, 400, 'INVALID_MESSAGE');
+    // Globs that match more devices than a fan-out may name.
+    const many = await Promise.all(Array.from({ length: 21 }, (_, index) => device(stack, `crowd-${index}`, OWNER, [])));
+    many.forEach(track);
+    await refused({ devices: ['crowd-*'], text: 'Hi' }, 400, 'INVALID_MESSAGE');
   });
 
   it('refuses bad pushes with clear errors', async () => {
