@@ -70,7 +70,10 @@ async function sayToEach(devices: string[], text: string): Promise<void> {
     if (socket) speak(socket, `push-${randomUUID()}`, text);
     else {
       const instance = directory.get(device);
-      if (instance) elsewhere.get(instance)?.push(device) ?? elsewhere.set(instance, [device]);
+      if (!instance) continue;
+      const batch = elsewhere.get(instance);
+      if (batch) batch.push(device);
+      else elsewhere.set(instance, [device]);
     }
   }
   await Promise.all(
