@@ -1,10 +1,22 @@
 // @ts-check
 import eslint from '@eslint/js';
+import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', 'packages/*/dist/', 'packages/client-sdk/src/protocol/', 'dist-bench/', 'clients/c/build*/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'test-artifacts/',
+      'packages/*/dist/',
+      'packages/client-sdk/src/protocol/',
+      'dist-bench/',
+      'clients/c/build*/',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -25,4 +37,6 @@ export default tseslint.config(
     files: ['src/console/public/**/*.js'],
     languageOptions: { globals: { ...globals.browser }, sourceType: 'module' },
   },
+  // Layout is Prettier's (`npm run format`; `npm run lint` checks it): no rule here argues with it.
+  prettier,
 );

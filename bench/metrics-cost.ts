@@ -49,4 +49,6 @@ const promClientChildren = nanosecondsPerCall(() => {
   frameChild.inc();
 });
 
-process.stdout.write(`${JSON.stringify({ figure: 'metrics_cost_per_tool_call', ns_cpu: { bound_series: bound, prom_client_children: promClientChildren }, calls: CALLS, runs: RUNS })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ figure: 'metrics_cost_per_tool_call', ns_cpu: { bound_series: bound, prom_client_children: promClientChildren }, calls: CALLS, runs: RUNS })}\n`,
+);

@@ -46,7 +46,10 @@ type SuiteName = keyof typeof SUITES;
 
 async function main(): Promise<void> {
   const smoke = process.argv.includes('--smoke');
-  const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+  const only = process.argv
+    .find((arg) => arg.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
   const unknown = only?.filter((name) => !(name in SUITES));
   if (unknown?.length) throw new Error(`Unknown suite ${unknown.join(', ')}; choose from ${Object.keys(SUITES).join(', ')}`);
   for (const name of Object.keys(SUITES) as SuiteName[]) {

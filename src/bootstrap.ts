@@ -69,9 +69,7 @@ export async function createGatewayApp(rootModule: Type<unknown>, options: Gatew
  */
 function listeningWhereConfigured(app: NestExpressApplication, config: GatewayConfig): GatewayApp {
   const listenWhereConfigured = (...args: unknown[]): Promise<Server> =>
-    args.length === 0
-      ? app.listen(config.server.port, config.server.host)
-      : (app.listen as (...given: unknown[]) => Promise<Server>)(...args);
+    args.length === 0 ? app.listen(config.server.port, config.server.host) : (app.listen as (...given: unknown[]) => Promise<Server>)(...args);
   return new Proxy(app, {
     get: (target, property, receiver) => (property === 'listen' ? listenWhereConfigured : Reflect.get(target, property, receiver)),
   }) as GatewayApp;
@@ -84,7 +82,9 @@ function summariseOnListening(app: NestExpressApplication, config: GatewayConfig
     const logger = new Logger('Gateway');
     for (const line of startupSummary(config, server.address() as AddressInfo)) logger.log(line);
     if (!hasTokens(config.auth) && !isLoopbackHost(config.server.host)) {
-      logger.warn(`NO AUTHENTICATION on ${config.server.host} (ALLOW_UNAUTHENTICATED=true): anyone who reaches it may use the model and every tool. Set AUTH_TOKENS.`);
+      logger.warn(
+        `NO AUTHENTICATION on ${config.server.host} (ALLOW_UNAUTHENTICATED=true): anyone who reaches it may use the model and every tool. Set AUTH_TOKENS.`,
+      );
     }
   });
 }

@@ -10,10 +10,5 @@ export interface GatewayModuleOptions {
   settings?: EnvironmentInput;
 }
 
-export const {
-  ConfigurableModuleClass: ConfigurableGatewayModule,
-  MODULE_OPTIONS_TOKEN: GATEWAY_MODULE_OPTIONS,
-} = new ConfigurableModuleBuilder<GatewayModuleOptions>()
-  .setClassMethodName('forRoot')
-  .setFactoryMethodName('createGatewayOptions')
-  .build();
+export const { ConfigurableModuleClass: ConfigurableGatewayModule, MODULE_OPTIONS_TOKEN: GATEWAY_MODULE_OPTIONS } =
+  new ConfigurableModuleBuilder<GatewayModuleOptions>().setClassMethodName('forRoot').setFactoryMethodName('createGatewayOptions').build();

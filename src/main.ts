@@ -10,7 +10,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof StartupError ? error.message : (error as Error)?.stack ?? String(error);
+  const message = error instanceof StartupError ? error.message : ((error as Error)?.stack ?? String(error));
   process.stderr.write(`Gateway failed to start: ${message}\n`);
   process.exit(1);
 });

@@ -86,7 +86,11 @@ function speak(socket: WebSocket, turnId: string, text: string): void {
   socket.send(JSON.stringify({ type: 'status', status: 'idle', turn_id: turnId, origin: 'push' }));
 }
 
-function remote(device: string, message: (id: string) => Message, instance = directory.get(device)): Promise<{ ok: boolean; value?: unknown; message?: string }> {
+function remote(
+  device: string,
+  message: (id: string) => Message,
+  instance = directory.get(device),
+): Promise<{ ok: boolean; value?: unknown; message?: string }> {
   if (!instance || !redis) return Promise.resolve({ ok: false, message: `Device "${device}" is not connected` });
   const id = randomUUID();
   return new Promise((resolve) => {
@@ -117,7 +121,11 @@ function receive(message: Message): void {
 function join(device: string, socket: WebSocket): void {
   local.set(device, socket);
   directory.set(device, INSTANCE);
-  void redis?.pipeline().hset(HASH, device, INSTANCE).publish(DIRECTORY, JSON.stringify({ id: device, instance: INSTANCE })).exec();
+  void redis
+    ?.pipeline()
+    .hset(HASH, device, INSTANCE)
+    .publish(DIRECTORY, JSON.stringify({ id: device, instance: INSTANCE }))
+    .exec();
   socket.on('message', (data) => {
     const frame = JSON.parse(data.toString());
     if (frame.type === 'register_tools') socket.send(JSON.stringify({ type: 'tools_registered', count: frame.tools.length, tools: [] }));
@@ -131,7 +139,11 @@ function join(device: string, socket: WebSocket): void {
     if (local.get(device) !== socket) return;
     local.delete(device);
     directory.delete(device);
-    void redis?.pipeline().hdel(HASH, device).publish(DIRECTORY, JSON.stringify({ id: device })).exec();
+    void redis
+      ?.pipeline()
+      .hdel(HASH, device)
+      .publish(DIRECTORY, JSON.stringify({ id: device }))
+      .exec();
   });
   socket.send(JSON.stringify({ type: 'status', status: 'connected', session_id: randomUUID(), timestamp: new Date().toISOString() }));
 }
@@ -146,7 +158,14 @@ function serveAgent(socket: WebSocket, name: string): void {
     const [on] = frame.data.arguments as string[];
     void callDevice(device, tool, { on: on === 'true' }).then((outcome) => {
       const content = outcome.ok ? [{ type: 'json', data: JSON.stringify(outcome.value) }] : [{ type: 'text', data: outcome.message ?? 'failed' }];
-      socket.send(JSON.stringify({ version: [1, 0, 0], id: frame.id, type: 'result', data: { version: [1, 0, 0], params: { on }, response: { content, error: !outcome.ok } } }));
+      socket.send(
+        JSON.stringify({
+          version: [1, 0, 0],
+          id: frame.id,
+          type: 'result',
+          data: { version: [1, 0, 0], params: { on }, response: { content, error: !outcome.ok } },
+        }),
+      );
     });
   });
 }
@@ -171,7 +190,9 @@ const server = createServer((request, response) => {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const { devices, text } = JSON.parse(Buffer.concat(chunks).toString()) as { devices: string[]; text: string };
-      void sayToEach(devices, text).then(() => answer(response, 200, { results: devices.map((device) => ({ device, delivered: 'spoken', turn_id: `push-${randomUUID()}` })) }));
+      void sayToEach(devices, text).then(() =>
+        answer(response, 200, { results: devices.map((device) => ({ device, delivered: 'spoken', turn_id: `push-${randomUUID()}` })) }),
+      );
     });
     return;
   }
@@ -181,7 +202,9 @@ const server = createServer((request, response) => {
     request.on('end', () => {
       const { text } = JSON.parse(Buffer.concat(chunks).toString());
       void say(parts[1], text).then((outcome) =>
-        outcome.ok ? answer(response, 200, { delivered: 'spoken', turn_id: `push-${randomUUID()}` }) : answer(response, 404, { error: { code: 'DEVICE_OFFLINE', message: outcome.message } }),
+        outcome.ok
+          ? answer(response, 200, { delivered: 'spoken', turn_id: `push-${randomUUID()}` })
+          : answer(response, 404, { error: { code: 'DEVICE_OFFLINE', message: outcome.message } }),
       );
     });
     return;

@@ -26,7 +26,8 @@ server.on('connection', (socket, request) => {
   const path = new URL(request.url ?? '/', 'http://localhost').pathname;
   if (path.startsWith('/litemcp/')) socket.on('message', (data) => answerLiteMcp(socket, data.toString()));
   else if (path === '/utcp') socket.on('message', (data) => answerUtcp(socket, data.toString()));
-  else if (path === '/mcp' && socket.protocol === 'mcp') socket.on('message', (data) => answerJsonRpc(socket, JSON.parse(data.toString()), (payload) => payload));
+  else if (path === '/mcp' && socket.protocol === 'mcp')
+    socket.on('message', (data) => answerJsonRpc(socket, JSON.parse(data.toString()), (payload) => payload));
   else if (path === '/mcp') answerEnvelopes(socket);
   else socket.send(JSON.stringify({ type: 'status', status: 'connected', session_id: randomUUID(), timestamp: new Date().toISOString() }));
 });

@@ -70,8 +70,10 @@ function profiled(spec: ServerSpec): ServerSpec {
 }
 
 /** The gateway with the connection caps raised for `maxConnections` LLM-gateway sockets. */
-const gatewayFor = (maxConnections: number, env: Record<string, string> = {}) => (port: number) =>
-  profiled(gatewayServer(port, { CLOUD_MAX_CONNECTIONS: String(maxConnections), WS_MAX_CONNECTIONS: String(Math.max(100_000, maxConnections)), ...env }));
+const gatewayFor =
+  (maxConnections: number, env: Record<string, string> = {}) =>
+  (port: number) =>
+    profiled(gatewayServer(port, { CLOUD_MAX_CONNECTIONS: String(maxConnections), WS_MAX_CONNECTIONS: String(Math.max(100_000, maxConnections)), ...env }));
 
 /** A gateway of the fleet: Redis for the directory and the instances' messages, a key prefix of the run's own. */
 const fleetGateway = (prefix: string, maxConnections: number) => gatewayFor(maxConnections, { REDIS_URL: BENCH_REDIS_URL, REDIS_KEY_PREFIX: prefix });
@@ -140,7 +142,10 @@ function cpuNow(servers: ServerProcess[], redis?: BenchRedis): CpuReading {
 function cpuPer(before: CpuReading, after: CpuReading, operations: number) {
   const each = after.servers.map((value, index) => round((value - before.servers[index]) / operations, 1));
   return {
-    server_cpu_us: round(each.reduce((sum, value) => sum + value, 0), 1),
+    server_cpu_us: round(
+      each.reduce((sum, value) => sum + value, 0),
+      1,
+    ),
     each_server_cpu_us: each,
     redis_cpu_us: before.redis === undefined || after.redis === undefined ? null : round((after.redis - before.redis) / operations, 1),
   };
@@ -221,7 +226,8 @@ class CallTally {
     this.calls += calls;
     this.seconds += seconds;
     after.servers.forEach((value, index) => (this.serversCpu += value - before.servers[index]));
-    this.redisCpu = this.redisCpu === undefined || before.redis === undefined || after.redis === undefined ? undefined : this.redisCpu + after.redis - before.redis;
+    this.redisCpu =
+      this.redisCpu === undefined || before.redis === undefined || after.redis === undefined ? undefined : this.redisCpu + after.redis - before.redis;
     for (const latency of latenciesMs) this.latenciesMs.push(latency);
   }
 
@@ -280,7 +286,8 @@ async function measureCalls(gateway: ServerProcess[], baseline: ServerProcess[],
   try {
     devices.push(await openToolDevice(gateway[0].port), await openToolDevice(baseline[0].port));
     await waitFor(
-      async () => (await gatewaySeesTool(gateway[0])) && (await gatewaySeesTool(gateway[1])) && (await bareSeesTool(baseline[0])) && (await bareSeesTool(baseline[1])),
+      async () =>
+        (await gatewaySeesTool(gateway[0])) && (await gatewaySeesTool(gateway[1])) && (await bareSeesTool(baseline[0])) && (await bareSeesTool(baseline[1])),
       10_000,
       `every instance did not see ${AGENT_TOOL}`,
     );
@@ -395,7 +402,11 @@ type FanoutWay = keyof typeof FANOUT_WAYS;
 
 /** Until `port`'s directory holds `count` devices. */
 async function directoryHolds(port: number, count: number): Promise<void> {
-  await waitFor(async () => ((await getJson(port, '/devices')).body?.devices?.length ?? 0) >= count, PHASE_TIMEOUT_MS, `the directory did not reach ${count} devices`);
+  await waitFor(
+    async () => ((await getJson(port, '/devices')).body?.devices?.length ?? 0) >= count,
+    PHASE_TIMEOUT_MS,
+    `the directory did not reach ${count} devices`,
+  );
 }
 
 /** A pair of instances with half the fan-out's devices on each, held by a swarm each. */
@@ -410,7 +421,9 @@ async function pushRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[]
   const wanted = new Set(ids);
   const start = monotonicMs();
   const { sentAt, doneAt } = await send(pair.servers[0].port, ids, text, concurrency);
-  const collected = await Promise.all(pair.swarms.map((swarm, index) => swarm.collect(idsBySwarm[index].filter((id) => wanted.has(id)).length, PHASE_TIMEOUT_MS)));
+  const collected = await Promise.all(
+    pair.swarms.map((swarm, index) => swarm.collect(idsBySwarm[index].filter((id) => wanted.has(id)).length, PHASE_TIMEOUT_MS)),
+  );
   const latencies: number[] = [];
   let last = start;
   collected.forEach((answer, index) => {
@@ -427,7 +440,14 @@ async function pushRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[]
 }
 
 /** One measured round of the fan-out on `pair`. */
-async function fanoutRound(pair: FanoutPair, idsBySwarm: string[][], ids: string[], redis: BenchRedis, concurrency: number, send: PushSender): Promise<FanoutFigures> {
+async function fanoutRound(
+  pair: FanoutPair,
+  idsBySwarm: string[][],
+  ids: string[],
+  redis: BenchRedis,
+  concurrency: number,
+  send: PushSender,
+): Promise<FanoutFigures> {
   const before = cpuNow(pair.servers, redis);
   const pushed = await pushRound(pair, idsBySwarm, ids, PUSH_TEXT, concurrency, send);
   const cpu = cpuPer(before, cpuNow(pair.servers, redis), ids.length);

@@ -44,8 +44,7 @@ const TOOL_PROMPT = 'Add two and three, and turn the light on';
 const STREAMED_PROMPT = 'Say a few sentences';
 const STREAMED_ANSWER = 'Here is the first sentence. Here is the second one, a little longer. And a third to finish.';
 const PACED_PROMPT = 'Tell me about the weather';
-const PACED_ANSWER =
-  'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday. Enjoy the weekend!';
+const PACED_ANSWER = 'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday. Enjoy the weekend!';
 /** A real model's pace: the first token after 300 ms, then 40 tokens a second. */
 const REAL_PACE: Pace = { firstTokenMs: 300, tokensPerSecond: 40 };
 
@@ -108,8 +107,7 @@ const TURNS: TurnKind[] = [
     answer: STREAMED_ANSWER,
     modelCalls: 1,
     configure: { stream: true },
-    onFrame: (frame) =>
-      expectAnswer(isStatus(frame, 'processing') || (frame.type === 'llm_response' && frame.is_final === false), frame, 'a streamed turn'),
+    onFrame: (frame) => expectAnswer(isStatus(frame, 'processing') || (frame.type === 'llm_response' && frame.is_final === false), frame, 'a streamed turn'),
     checkResponse: (frame) => frame.tool_calls?.length === 0,
     note: 'sentences streamed (three llm_response partials, then the final)',
     baseline: true,

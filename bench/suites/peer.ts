@@ -151,7 +151,13 @@ function withDescendantsCpu(server: ServerProcess): ServerProcess {
 }
 
 /** Runs the SDK client against one server, closing every client it opened whatever happens. */
-async function measure(name: string, url: (port: number) => string, server: ServerProcess, connections: number, bounds: LoopBounds): Promise<ThroughputFigures> {
+async function measure(
+  name: string,
+  url: (port: number) => string,
+  server: ServerProcess,
+  connections: number,
+  bounds: LoopBounds,
+): Promise<ThroughputFigures> {
   const opened = new Set<Client>();
   try {
     return await measureThroughput(server, sdkClient(name, url, opened), connections, bounds);

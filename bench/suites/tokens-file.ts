@@ -81,7 +81,10 @@ export async function benchTokensFile(options: TokensFileOptions): Promise<void>
           rounds: options.rounds,
           without_file: without,
           with_file: withFile,
-          ratio: { calls_per_s: ratio(withFile.calls_per_s, without.calls_per_s), cpu_per_call: ratio(withFile.server_cpu_us_per_call, without.server_cpu_us_per_call) },
+          ratio: {
+            calls_per_s: ratio(withFile.calls_per_s, without.calls_per_s),
+            cpu_per_call: ratio(withFile.server_cpu_us_per_call, without.server_cpu_us_per_call),
+          },
           end_to_end_cpu_overhead: cpuOverhead,
         });
       }

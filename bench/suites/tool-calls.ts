@@ -19,7 +19,12 @@ export const PROTOCOLS: ProtocolClient[] = [
       const socket = await FrameSocket.open(`ws://127.0.0.1:${port}/litemcp/calculator`, { headers: AUTH });
       return {
         call: async (id) => {
-          const frame = await socket.exchange({ version: [1, 0, 0], id, type: 'call', data: { version: [1, 0, 0], tool: 'calculator', arguments: ['2', '3'] } });
+          const frame = await socket.exchange({
+            version: [1, 0, 0],
+            id,
+            type: 'call',
+            data: { version: [1, 0, 0], tool: 'calculator', arguments: ['2', '3'] },
+          });
           expectAnswer(frame.type === 'result' && frame.id === id && frame.data.response.content[0]?.data === '5', frame, 'a LiteMCP call');
         },
         close: () => socket.close(),
@@ -34,7 +39,14 @@ export const PROTOCOLS: ProtocolClient[] = [
       expectAnswer(auth.status === 'authenticated', auth, 'auth');
       const sessionId: string = auth.sessionId;
       const message = (payload: object) => ({ type: 'message', sessionId, payload, timestamp: Date.now() });
-      const init = await socket.exchange(message({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }));
+      const init = await socket.exchange(
+        message({
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+        }),
+      );
       expectAnswer(init.payload?.result !== undefined, init, 'initialize');
       socket.send(message({ jsonrpc: '2.0', method: 'notifications/initialized' }));
       return {
@@ -50,7 +62,12 @@ export const PROTOCOLS: ProtocolClient[] = [
     name: 'mcp-plain',
     async connect(port) {
       const socket = await FrameSocket.open(`ws://127.0.0.1:${port}/mcp?token=${BENCH_TOKEN}`, { protocols: ['mcp'] });
-      const init = await socket.exchange({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
+      const init = await socket.exchange({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+      });
       expectAnswer(init.result !== undefined, init, 'initialize');
       socket.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       return {
@@ -104,7 +121,12 @@ export async function measureThroughput(server: ServerProcess, protocol: Protoco
     );
     const cpuUsed = (await server.usage()).cpuMicros - cpuBefore;
     const latency = summarise(result.latenciesMs);
-    return { calls_per_s: round(result.calls / result.seconds, 1), p50_ms: latency.p50_ms, p99_ms: latency.p99_ms, server_cpu_us_per_call: round(cpuUsed / result.calls, 1) };
+    return {
+      calls_per_s: round(result.calls / result.seconds, 1),
+      p50_ms: latency.p50_ms,
+      p99_ms: latency.p99_ms,
+      server_cpu_us_per_call: round(cpuUsed / result.calls, 1),
+    };
   } finally {
     clients.forEach((client) => client.close());
   }

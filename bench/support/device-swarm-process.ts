@@ -94,7 +94,8 @@ async function connect(command: Extract<SwarmCommand, { type: 'connect' }>): Pro
   await Promise.race([Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker)), timeout]);
   clearTimeout(timer);
   const end = nowMs();
-  if (!failure && latenciesMs.length < ids.length) failure = new Error(`only ${latenciesMs.length} of ${ids.length} devices connected within ${timeoutMs / 1000} s`);
+  if (!failure && latenciesMs.length < ids.length)
+    failure = new Error(`only ${latenciesMs.length} of ${ids.length} devices connected within ${timeoutMs / 1000} s`);
   return { type: 'connect', startMs: start, endMs: end, latenciesMs, error: failure && `${failure.message} (after ${latenciesMs.length} connected)` };
 }
 

@@ -3,7 +3,7 @@ import { InvalidConfigurationError } from './environment';
 import { loadGatewayConfig } from './gateway-config';
 
 describe('gateway configuration', () => {
-  it('uses the specs\' defaults when nothing is set', () => {
+  it("uses the specs' defaults when nothing is set", () => {
     const config = loadGatewayConfig({});
     expect(config.server).toMatchObject({
       // Loopback while no token is configured (the spec's 0.0.0.0 would open the gateway to anyone).
@@ -76,7 +76,9 @@ describe('gateway configuration', () => {
   it('reads the readiness checks to leave out, and refuses one it does not know', () => {
     expect(loadGatewayConfig({}).readiness.ignore).toEqual([]);
     expect(loadGatewayConfig({ READINESS_IGNORE: 'model, mcp_upstreams' }).readiness.ignore).toEqual(['model', 'mcp_upstreams']);
-    expect(() => loadGatewayConfig({ READINESS_IGNORE: 'model,disk' })).toThrow(/READINESS_IGNORE must be a comma-separated list of: model, redis, mcp_upstreams/);
+    expect(() => loadGatewayConfig({ READINESS_IGNORE: 'model,disk' })).toThrow(
+      /READINESS_IGNORE must be a comma-separated list of: model, redis, mcp_upstreams/,
+    );
   });
 
   it('treats an empty variable as unset', () => {
@@ -119,12 +121,12 @@ describe('gateway configuration', () => {
     );
   });
 
-  it('refuses the MCP spec\'s placeholder token unless it is explicitly allowed', () => {
+  it("refuses the MCP spec's placeholder token unless it is explicitly allowed", () => {
     expect(() => loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!' })).toThrow(/MCP_WS_AUTH_TOKEN is the spec's placeholder "ChangeMe!"/);
     expect(loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' }).mcp.ws.authToken).toBe('ChangeMe!');
   });
 
-  it("refuses an MCP protocol version the SDK cannot speak while MCP is on, naming MCP_PROTOCOL_VERSION", () => {
+  it('refuses an MCP protocol version the SDK cannot speak while MCP is on, naming MCP_PROTOCOL_VERSION', () => {
     expect(() => loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2023-01-01' })).toThrow(/MCP_PROTOCOL_VERSION must be one of .*2024-11-05.* \(got "2023-01-01"\)/);
     expect(loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2025-03-26' }).mcp.protocolVersion).toBe('2025-03-26');
     expect(loadGatewayConfig({ MCP_PROTOCOL_VERSION: '2023-01-01', MCP_ENABLED: 'false' }).mcp.enabled).toBe(false);
@@ -138,7 +140,14 @@ describe('gateway configuration', () => {
 
   it('reports bad variables and contradictory settings together, and no contradiction between variables already reported', () => {
     try {
-      loadGatewayConfig({ CLOUD_PORT: 'abc', MCP_UPSTREAM_RETRY_MIN: '10', MCP_UPSTREAM_RETRY_MAX: '5', MCP_WS_AUTH_TOKEN: 'ChangeMe!', CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'maybe' });
+      loadGatewayConfig({
+        CLOUD_PORT: 'abc',
+        MCP_UPSTREAM_RETRY_MIN: '10',
+        MCP_UPSTREAM_RETRY_MAX: '5',
+        MCP_WS_AUTH_TOKEN: 'ChangeMe!',
+        CLOUD_HOST: '0.0.0.0',
+        ALLOW_UNAUTHENTICATED: 'maybe',
+      });
       fail('expected an error');
     } catch (error) {
       const { problems } = error as InvalidConfigurationError;

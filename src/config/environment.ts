@@ -41,7 +41,7 @@ export class EnvironmentVariables {
     group: 'server',
     unset: '`127.0.0.1` without tokens, `0.0.0.0` with them',
     about:
-      'Address the HTTP server carrying every protocol listens on. Unset: every interface once tokens are configured (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`), loopback while they are not, so an open gateway is never reachable by accident (the spec\'s default is 0.0.0.0 either way). Beyond loopback without tokens the gateway refuses to start unless `ALLOW_UNAUTHENTICATED=true`.',
+      "Address the HTTP server carrying every protocol listens on. Unset: every interface once tokens are configured (`AUTH_TOKENS` or `AUTH_TOKENS_FILE`), loopback while they are not, so an open gateway is never reachable by accident (the spec's default is 0.0.0.0 either way). Beyond loopback without tokens the gateway refuses to start unless `ALLOW_UNAUTHENTICATED=true`.",
   })
   @IsOptional()
   @IsString()
@@ -100,7 +100,8 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'auth',
-    about: 'Let the gateway listen beyond loopback with no tokens: anyone who reaches it may use the model and every tool. Without it, such a start is refused.',
+    about:
+      'Let the gateway listen beyond loopback with no tokens: anyone who reaches it may use the model and every tool. Without it, such a start is refused.',
   })
   @BooleanFromEnv()
   @IsBoolean()
@@ -119,7 +120,7 @@ export class EnvironmentVariables {
   @Setting({
     group: 'auth',
     about:
-      'Comma-separated issuer URLs of OpenID Connect / OAuth 2.1 authorization servers whose JWT access tokens are accepted on every protocol, beside the static tokens. Each issuer\'s metadata is discovered (`/.well-known/openid-configuration`, else RFC 8414 `/.well-known/oauth-authorization-server`) and its keys are fetched from its `jwks_uri`. Empty: no JWT is accepted.',
+      "Comma-separated issuer URLs of OpenID Connect / OAuth 2.1 authorization servers whose JWT access tokens are accepted on every protocol, beside the static tokens. Each issuer's metadata is discovered (`/.well-known/openid-configuration`, else RFC 8414 `/.well-known/oauth-authorization-server`) and its keys are fetched from its `jwks_uri`. Empty: no JWT is accepted.",
   })
   @IsString()
   @Matches(/^\s*((https?:\/\/[^\s,]+\s*)(,\s*https?:\/\/[^\s,]+\s*)*)?\s*$/i, {
@@ -152,9 +153,12 @@ export class EnvironmentVariables {
     about: 'Comma-separated JWS algorithms a JWT access token may be signed with; asymmetric ones only (`none` and HMAC are refused).',
   })
   @IsString()
-  @Matches(/^\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519)(\s*,\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519))*\s*$/, {
-    message: 'OIDC_ALGORITHMS must be comma-separated asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA...): none and HS256 are never accepted',
-  })
+  @Matches(
+    /^\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519)(\s*,\s*(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA|Ed25519))*\s*$/,
+    {
+      message: 'OIDC_ALGORITHMS must be comma-separated asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA...): none and HS256 are never accepted',
+    },
+  )
   OIDC_ALGORITHMS = 'RS256,ES256,PS256,EdDSA';
 
   @Setting({ group: 'auth', unit: 'seconds', about: 'Clock skew tolerated when checking the `exp` and `nbf` of a JWT access token.' })
@@ -166,7 +170,7 @@ export class EnvironmentVariables {
   @Setting({
     group: 'auth',
     unit: 'seconds',
-    about: 'Longest wait for an issuer\'s metadata or keys; a token whose keys cannot be had in time is refused (401), and other clients never wait for it.',
+    about: "Longest wait for an issuer's metadata or keys; a token whose keys cannot be had in time is refused (401), and other clients never wait for it.",
   })
   @NumberFromEnv()
   @IsNumber()
@@ -176,7 +180,8 @@ export class EnvironmentVariables {
   @Setting({
     group: 'auth',
     unit: 'seconds',
-    about: "Least time between two fetches of an issuer's keys that a token signed with an unknown key (`kid`) can cause: a rotation at the issuer is picked up at the first token of the new key, a flood of made-up key ids costs one fetch per period.",
+    about:
+      "Least time between two fetches of an issuer's keys that a token signed with an unknown key (`kid`) can cause: a rotation at the issuer is picked up at the first token of the new key, a flood of made-up key ids costs one fetch per period.",
   })
   @NumberFromEnv()
   @IsNumber()
@@ -185,7 +190,8 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'auth',
-    about: 'Comma-separated scopes listed as `scopes_supported` in the protected resource metadata (`/.well-known/oauth-protected-resource`); the scopes of the tokens file\'s `oidc` rules are added to them.',
+    about:
+      "Comma-separated scopes listed as `scopes_supported` in the protected resource metadata (`/.well-known/oauth-protected-resource`); the scopes of the tokens file's `oidc` rules are added to them.",
   })
   @IsString()
   OIDC_SCOPES = '';
@@ -214,14 +220,14 @@ export class EnvironmentVariables {
   @Setting({
     group: 'auth',
     about:
-      'Comma-separated host names (a reverse proxy\'s public name) the `Host` header may carry when the gateway listens on loopback, besides localhost names: DNS rebinding protection.',
+      "Comma-separated host names (a reverse proxy's public name) the `Host` header may carry when the gateway listens on loopback, besides localhost names: DNS rebinding protection.",
   })
   @IsString()
   ALLOWED_HOSTS = '';
 
   @Setting({
     group: 'llm',
-    about: 'Base URL of the OpenAI-compatible model server (vLLM, Ollama\'s `/v1/`, OpenAI). Credentials in it are shown as `***` in logs and errors.',
+    about: "Base URL of the OpenAI-compatible model server (vLLM, Ollama's `/v1/`, OpenAI). Credentials in it are shown as `***` in logs and errors.",
   })
   @IsUrl(HTTP_URL)
   LLM_BASE_URL = 'http://127.0.0.1:8000/v1/';
@@ -369,7 +375,7 @@ export class EnvironmentVariables {
   @IsString()
   LOCATION_CITY?: string;
 
-  @Setting({ group: 'tools', unset: 'unknown', about: "Country of `LOCATION_CITY`." })
+  @Setting({ group: 'tools', unset: 'unknown', about: 'Country of `LOCATION_CITY`.' })
   @IsOptional()
   @IsString()
   LOCATION_COUNTRY?: string;
@@ -454,7 +460,11 @@ export class EnvironmentVariables {
   @Max(1000)
   FLEET_HOLD_MAX_COUNT = 16;
 
-  @Setting({ group: 'fleet', unit: 'seconds', about: 'Longest `hold_s` a push may ask for; held pushes are kept in Redis with `REDIS_URL`, in memory otherwise.' })
+  @Setting({
+    group: 'fleet',
+    unit: 'seconds',
+    about: 'Longest `hold_s` a push may ask for; held pushes are kept in Redis with `REDIS_URL`, in memory otherwise.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
@@ -477,7 +487,10 @@ export class EnvironmentVariables {
   @Min(1)
   FLEET_REMINDERS_MAX_PER_DEVICE = 50;
 
-  @Setting({ group: 'fleet', about: 'Pending reminders one token may have set over all devices (with auth off, all callers together); `set_reminder` past it is refused.' })
+  @Setting({
+    group: 'fleet',
+    about: 'Pending reminders one token may have set over all devices (with auth off, all callers together); `set_reminder` past it is refused.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(1)
@@ -502,7 +515,7 @@ export class EnvironmentVariables {
   @Setting({
     group: 'mcp',
     about:
-      "Protocol version answered to a client asking for one the SDK does not know (a known one is echoed); must be one the SDK speaks (checked while `MCP_ENABLED`).",
+      'Protocol version answered to a client asking for one the SDK does not know (a known one is echoed); must be one the SDK speaks (checked while `MCP_ENABLED`).',
   })
   @ValidateIf((env: EnvironmentVariables) => env.MCP_ENABLED !== false)
   @IsIn(SUPPORTED_PROTOCOL_VERSIONS, { message: `MCP_PROTOCOL_VERSION must be one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}` })
@@ -571,7 +584,7 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'mcpWebSocket',
-    about: 'Most MCP WebSocket connections at once (envelope and plain, both listeners; the spec\'s 1); more get 429.',
+    about: "Most MCP WebSocket connections at once (envelope and plain, both listeners; the spec's 1); more get 429.",
   })
   @NumberFromEnv()
   @IsInt()
@@ -653,7 +666,11 @@ export class EnvironmentVariables {
   @Min(65536)
   MCP_UPSTREAM_MAX_RESULT_BYTES = 2_097_152;
 
-  @Setting({ group: 'connections', unit: 'seconds', about: 'Seconds between the WebSocket pings the gateway sends a client (MCP has its own, `MCP_WS_HEARTBEAT_INTERVAL`).' })
+  @Setting({
+    group: 'connections',
+    unit: 'seconds',
+    about: 'Seconds between the WebSocket pings the gateway sends a client (MCP has its own, `MCP_WS_HEARTBEAT_INTERVAL`).',
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.01)
@@ -825,7 +842,10 @@ export class EnvironmentVariables {
   @Max(65535)
   METRICS_PORT = 0;
 
-  @Setting({ group: 'operations', about: 'Interface the `METRICS_PORT` listener binds to; keep it on loopback or a private network, since it asks for no token.' })
+  @Setting({
+    group: 'operations',
+    about: 'Interface the `METRICS_PORT` listener binds to; keep it on loopback or a private network, since it asks for no token.',
+  })
   @IsString()
   @MinLength(1)
   METRICS_HOST = '127.0.0.1';
@@ -852,7 +872,8 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'audit',
-    about: 'Whether audit lines also carry arguments, results, what the user said and the answer (clipped at 1,024 characters each); they may be personal data.',
+    about:
+      'Whether audit lines also carry arguments, results, what the user said and the answer (clipped at 1,024 characters each); they may be personal data.',
   })
   @BooleanFromEnv()
   @IsBoolean()
@@ -884,9 +905,7 @@ export class EnvironmentVariables {
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
-export const ENVIRONMENT_VARIABLE_NAMES: readonly (keyof EnvironmentVariables)[] = Object.keys(
-  new EnvironmentVariables(),
-) as (keyof EnvironmentVariables)[];
+export const ENVIRONMENT_VARIABLE_NAMES: readonly (keyof EnvironmentVariables)[] = Object.keys(new EnvironmentVariables()) as (keyof EnvironmentVariables)[];
 
 /** A value a caller may pass for a variable: the env's string, or an already typed value. */
 export type EnvironmentInput = Partial<Record<keyof EnvironmentVariables, string | number | boolean | undefined>>;
@@ -899,7 +918,9 @@ export class InvalidConfigurationError extends StartupError {
 }
 
 /** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
-export function tokensConfigured(env: Pick<EnvironmentVariables, 'AUTH_TOKENS' | 'AUTH_TOKENS_FILE'> & Partial<Pick<EnvironmentVariables, 'OIDC_ISSUERS'>>): boolean {
+export function tokensConfigured(
+  env: Pick<EnvironmentVariables, 'AUTH_TOKENS' | 'AUTH_TOKENS_FILE'> & Partial<Pick<EnvironmentVariables, 'OIDC_ISSUERS'>>,
+): boolean {
   return (
     env.AUTH_TOKENS.split(',').some((token) => token.trim() !== '') ||
     env.AUTH_TOKENS_FILE !== undefined ||

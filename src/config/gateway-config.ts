@@ -2,14 +2,7 @@ import type { LogLevel } from '@nestjs/common';
 import { readFileSync } from 'fs';
 import { join, resolve } from 'path';
 import { systemTimeZone } from '../core/time/time-zone';
-import {
-  EnvironmentInput,
-  EnvironmentVariables,
-  InvalidConfigurationError,
-  LogLevelName,
-  tokensConfigured,
-  validateEnvironment,
-} from './environment';
+import { EnvironmentInput, EnvironmentVariables, InvalidConfigurationError, LogLevelName, tokensConfigured, validateEnvironment } from './environment';
 
 export { MCP_PLACEHOLDER_TOKEN } from './environment';
 
@@ -388,10 +381,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
  * Validates `source` (normally process.env) with `overrides` on top, and builds the typed
  * config. Throws {@link InvalidConfigurationError} naming every bad variable.
  */
-export function loadGatewayConfig(
-  source: Record<string, unknown>,
-  overrides: EnvironmentInput = {},
-): GatewayConfig {
+export function loadGatewayConfig(source: Record<string, unknown>, overrides: EnvironmentInput = {}): GatewayConfig {
   const merged: Record<string, unknown> = { ...source };
   for (const [name, value] of Object.entries(overrides)) {
     if (value !== undefined) merged[name] = value;

@@ -10,7 +10,7 @@ export const SETTING_GROUPS = {
   server: { title: 'Server', about: 'The one HTTP server that carries every protocol, and how it stops.' },
   auth: { title: 'Auth', about: 'One bearer-token check for every protocol, and which browser pages and host names may reach the gateway.' },
   llm: { title: 'LLM', about: 'The OpenAI-compatible model server (vLLM, Ollama, OpenAI, ...) and how a turn uses it.' },
-  tools: { title: 'Tools', about: "Server tools: their time limit, and where the built-in tools get their data." },
+  tools: { title: 'Tools', about: 'Server tools: their time limit, and where the built-in tools get their data.' },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },
   fleet: {
     title: 'Fleet',
@@ -19,7 +19,7 @@ export const SETTING_GROUPS = {
   mcp: { title: 'MCP', about: 'MCP as a whole: every MCP route, and the upstream MCP servers.' },
   mcpWebSocket: {
     title: 'MCP over WebSocket',
-    about: 'MCP\'s token, and the dedicated MCP WebSocket listener (`/mcp` on `CLOUD_PORT` is served either way).',
+    about: "MCP's token, and the dedicated MCP WebSocket listener (`/mcp` on `CLOUD_PORT` is served either way).",
   },
   mcpHttp: { title: 'MCP Streamable HTTP', about: 'Caps on MCP Streamable HTTP sessions.' },
   mcpUpstream: { title: 'Upstream MCP servers', about: 'MCP servers whose tools join the catalogue, and how the gateway keeps them connected.' },

@@ -34,7 +34,8 @@ const viewOf = (entry: DeviceEntry): DeviceView => ({
 const receiptOf = ({ delivered, turnId }: PushReceipt) => ({ delivered, turn_id: turnId });
 
 function objectBody(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'The body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'The body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
@@ -91,7 +92,9 @@ export class DevicesController {
     );
     return {
       results: outcomes.map((outcome) =>
-        'error' in outcome ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } } : { device: outcome.device, ...receiptOf(outcome.receipt) },
+        'error' in outcome
+          ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } }
+          : { device: outcome.device, ...receiptOf(outcome.receipt) },
       ),
     };
   }
@@ -118,9 +121,16 @@ export class DevicesController {
 
   /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */
   @Post(':id/tools/:tool')
-  async call(@Param('id') id: string, @Param('tool') tool: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest, @Res() response: Response): Promise<void> {
+  async call(
+    @Param('id') id: string,
+    @Param('tool') tool: string,
+    @Body() raw: unknown,
+    @Req() request: AuthenticatedRequest,
+    @Res() response: Response,
+  ): Promise<void> {
     const args = raw === undefined ? {} : objectBody(raw);
-    if (!this.fleet.visibleDevice({ principal: request.principal }, id)) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
+    if (!this.fleet.visibleDevice({ principal: request.principal }, id))
+      throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
     const scope = ToolCallScope.ofRequest('http', request, response);
     const outcome = await this.toolCalls.call(scope, agentToolName(id, tool), args);
     if (scope.signal?.aborted) return;

@@ -156,9 +156,12 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     if (entry.instance === this.instanceId && link) return link.callTool(toolName, args, context.signal);
     const id = randomUUID();
     const timeoutMs = this.config.clientTools.timeoutMs;
-    return this.request(entry.instance, { kind: 'call', id, from: this.instanceId, device: deviceId, tool: toolName, args, timeoutMs, principal: context.principal }, context.signal, entry).then(
-      (reply) => reply.value,
-    );
+    return this.request(
+      entry.instance,
+      { kind: 'call', id, from: this.instanceId, device: deviceId, tool: toolName, args, timeoutMs, principal: context.principal },
+      context.signal,
+      entry,
+    ).then((reply) => reply.value);
   }
 
   /** A `say` to one device: a fan-out of one, so that both take one way. */
@@ -227,7 +230,12 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
         return { delivered: 'spoken', turnId };
       }
       try {
-        await this.request(entry.instance, { kind: 'turn', id: turnId, from: this.instanceId, device: deviceId, text: request.text }, AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS), entry);
+        await this.request(
+          entry.instance,
+          { kind: 'turn', id: turnId, from: this.instanceId, device: deviceId, text: request.text },
+          AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS),
+          entry,
+        );
         return { delivered: 'spoken', turnId };
       } catch (error) {
         // It left between the lookup and the delivery: held, if the caller asked for that.
@@ -243,7 +251,14 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     // id nobody has seen could be spoken by whichever principal's device takes that id first.
     if (!(await this.mayReach(caller, deviceId))) throw offline(deviceId);
     const { holdMaxCount } = this.config.fleet;
-    const push: HeldPush = { kind, turnId, text: request.text, interrupt: request.interrupt, reminderId: request.reminderId, expiresAt: Date.now() + request.holdS * 1000 };
+    const push: HeldPush = {
+      kind,
+      turnId,
+      text: request.text,
+      interrupt: request.interrupt,
+      reminderId: request.reminderId,
+      expiresAt: Date.now() + request.holdS * 1000,
+    };
     if (!(await this.stores.held.hold(deviceId, push, holdMaxCount))) {
       throw new GatewayError(GatewayErrorCode.DEVICE_BUSY, `Device "${deviceId}" already has ${holdMaxCount} pushes held for it (FLEET_HOLD_MAX_COUNT)`);
     }
@@ -264,12 +279,17 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
       else {
         // Each glob is matched against every device the caller reaches: their number is what is bounded.
         if (++globs > MAX_GLOBS_PER_PUSH) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices may hold at most ${MAX_GLOBS_PER_PUSH} globs`);
-        visible ??= this.visibleDevices(caller).map((entry) => entry.id).sort();
+        visible ??= this.visibleDevices(caller)
+          .map((entry) => entry.id)
+          .sort();
         const matches = toolMatcher([target]);
         for (const id of visible) if (matches(id)) devices.add(id);
       }
       if (devices.size > pushMaxDevices) {
-        throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices names more than the ${pushMaxDevices} devices one push may reach (FLEET_PUSH_MAX_DEVICES)`);
+        throw new GatewayError(
+          GatewayErrorCode.INVALID_MESSAGE,
+          `devices names more than the ${pushMaxDevices} devices one push may reach (FLEET_PUSH_MAX_DEVICES)`,
+        );
       }
     }
     return [...devices];
@@ -277,9 +297,13 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
 
   private checkRequest(request: Omit<SayRequest, 'origin'>): void {
     const { pushMaxChars, holdMaxS } = this.config.fleet;
-    if (typeof request.text !== 'string' || request.text.trim() === '') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'text must be a non-empty string');
+    if (typeof request.text !== 'string' || request.text.trim() === '')
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'text must be a non-empty string');
     if (request.text.length > pushMaxChars) {
-      throw new GatewayError(GatewayErrorCode.PAYLOAD_TOO_LARGE, `text is ${request.text.length} characters, over the ${pushMaxChars} a push may carry (FLEET_PUSH_MAX_CHARS)`);
+      throw new GatewayError(
+        GatewayErrorCode.PAYLOAD_TOO_LARGE,
+        `text is ${request.text.length} characters, over the ${pushMaxChars} a push may carry (FLEET_PUSH_MAX_CHARS)`,
+      );
     }
     const { holdS } = request;
     if (holdS !== undefined && (typeof holdS !== 'number' || !Number.isFinite(holdS) || holdS < 0 || holdS > holdMaxS)) {
@@ -311,7 +335,15 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
 
   /** Has `instance` speak to the devices of `batch` it holds, in one message; the ones it could not reach, with why. */
   private async speakElsewhere(instance: string, batch: SayBatch, request: Omit<SayRequest, 'origin'>): Promise<SayFailures> {
-    const message: FleetMessage = { kind: 'say', id: randomUUID(), from: this.instanceId, devices: batch, text: request.text, interrupt: request.interrupt, reminderId: request.reminderId };
+    const message: FleetMessage = {
+      kind: 'say',
+      id: randomUUID(),
+      from: this.instanceId,
+      devices: batch,
+      text: request.text,
+      interrupt: request.interrupt,
+      reminderId: request.reminderId,
+    };
     try {
       return (await this.request(instance, message, AbortSignal.timeout(REMOTE_PUSH_TIMEOUT_MS))).value as SayFailures;
     } catch (error) {
@@ -336,7 +368,12 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
    * Sends `message` to `instance` and waits for its reply, until `signal` ends the wait, or, for a
    * request to one device's connection (`device`), that device's departure.
    */
-  private request(instance: string, message: Extract<FleetMessage, { id: string }>, signal: AbortSignal, device?: Pick<DeviceEntry, 'id' | 'connectionId'>): Promise<Reply> {
+  private request(
+    instance: string,
+    message: Extract<FleetMessage, { id: string }>,
+    signal: AbortSignal,
+    device?: Pick<DeviceEntry, 'id' | 'connectionId'>,
+  ): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       const forget = () => {
         this.awaited.delete(message.id);
@@ -359,7 +396,14 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
       });
       this.stores.bus.send(instance, message).then(
         (heard) => heard || this.awaited.get(message.id)?.settle(gone(message.id, device?.id)),
-        (error: Error) => this.awaited.get(message.id)?.settle({ kind: 'reply', id: message.id, ok: false, code: 'TOOL_UNAVAILABLE', message: `The device's instance cannot be reached: ${error.message}` }),
+        (error: Error) =>
+          this.awaited.get(message.id)?.settle({
+            kind: 'reply',
+            id: message.id,
+            ok: false,
+            code: 'TOOL_UNAVAILABLE',
+            message: `The device's instance cannot be reached: ${error.message}`,
+          }),
       );
     });
   }
@@ -387,7 +431,9 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
         void this.runForRemote(message);
         return;
       case 'say':
-        void this.speakHere(message.devices, message).then((failures) => this.answer(message.from, { kind: 'reply', id: message.id, ok: true, value: failures }));
+        void this.speakHere(message.devices, message).then((failures) =>
+          this.answer(message.from, { kind: 'reply', id: message.id, ok: true, value: failures }),
+        );
         return;
       case 'turn': {
         const link = this.links.get(message.device);
@@ -445,7 +491,13 @@ function offline(deviceId: string): GatewayError {
 }
 
 function gone(id: string, deviceId: string | undefined): Reply {
-  return { kind: 'reply', id, ok: false, code: 'TOOL_UNAVAILABLE', message: deviceId ? `Device "${deviceId}" went away before it answered` : 'The instance holding the devices went away' };
+  return {
+    kind: 'reply',
+    id,
+    ok: false,
+    code: 'TOOL_UNAVAILABLE',
+    message: deviceId ? `Device "${deviceId}" went away before it answered` : 'The instance holding the devices went away',
+  };
 }
 
 function notAnswered(deviceId: string): GatewayError {
@@ -464,7 +516,9 @@ function checkDeviceId(id: unknown): string {
 }
 
 function asGatewayError(error: unknown): GatewayError {
-  return error instanceof GatewayError ? error : new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, (error as Error)?.message ?? 'The device could not be reached');
+  return error instanceof GatewayError
+    ? error
+    : new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, (error as Error)?.message ?? 'The device could not be reached');
 }
 
 /** A failure as it travels back to the caller's instance: a gateway code and a message safe to show. */

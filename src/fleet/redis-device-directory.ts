@@ -83,13 +83,23 @@ export class RedisDeviceDirectory implements DeviceDirectory {
   async claim(entry: DeviceEntry): Promise<DeviceEntry | undefined> {
     const serialized = JSON.stringify(entry);
     const change = JSON.stringify({ id: entry.id, entry });
-    const replaced = (await this.redis.eval(CLAIM, 2, this.hashKey, this.ownersKey, entry.id, serialized, this.channel, change, entry.principal ?? '')) as string | null;
+    const replaced = (await this.redis.eval(CLAIM, 2, this.hashKey, this.ownersKey, entry.id, serialized, this.channel, change, entry.principal ?? '')) as
+      string | null;
     this.apply({ id: entry.id, entry });
     return replaced ? (JSON.parse(replaced) as DeviceEntry) : undefined;
   }
 
   async update(entry: DeviceEntry): Promise<void> {
-    await this.redis.eval(IF_STILL_THEIRS, 1, this.hashKey, entry.id, entry.connectionId, this.channel, JSON.stringify(entry), JSON.stringify({ id: entry.id, entry }));
+    await this.redis.eval(
+      IF_STILL_THEIRS,
+      1,
+      this.hashKey,
+      entry.id,
+      entry.connectionId,
+      this.channel,
+      JSON.stringify(entry),
+      JSON.stringify({ id: entry.id, entry }),
+    );
   }
 
   async release(id: string, connectionId: string): Promise<boolean> {

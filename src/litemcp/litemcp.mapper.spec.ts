@@ -57,7 +57,7 @@ describe('LiteMCP mapping', () => {
       },
     });
 
-    it('reads each positional string as its property\'s type', () => {
+    it("reads each positional string as its property's type", () => {
       expect(coerceArguments(typed, ['2.5', '3', 'TRUE', '{"x":1}', '[1,2]', '007', '5'])).toEqual({
         ok: true,
         args: { n: 2.5, i: 3, b: true, o: { x: 1 }, a: [1, 2], s: '007', u: 5 },
@@ -102,12 +102,19 @@ describe('LiteMCP mapping', () => {
     });
 
     it('keeps content blocks a tool produced itself', () => {
-      const result = toCallResult({}, {
-        ok: true,
-        value: undefined,
-        content: [{ type: 'text', text: 'hi' }, { type: 'image', data: 'AAAA', mimeType: 'image/png' }, { type: 'resource_link', uri: 'file:///x' }],
-        durationMs: 1,
-      });
+      const result = toCallResult(
+        {},
+        {
+          ok: true,
+          value: undefined,
+          content: [
+            { type: 'text', text: 'hi' },
+            { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+            { type: 'resource_link', uri: 'file:///x' },
+          ],
+          durationMs: 1,
+        },
+      );
       expect(result.response.content).toEqual([
         { type: 'text', data: 'hi' },
         { type: 'image/png', data: 'AAAA' },

@@ -101,8 +101,7 @@ function coerce(text: string, schema: JsonSchema): { value: unknown } | undefine
 }
 
 export type CoercedArguments =
-  | { ok: true; args: Record<string, unknown>; params: Record<string, string> }
-  | { ok: false; problem: string; params: Record<string, string> };
+  { ok: true; args: Record<string, unknown>; params: Record<string, string> } | { ok: false; problem: string; params: Record<string, string> };
 
 /**
  * Positional strings -> the arguments object the tool's schema describes. An empty string for

@@ -70,7 +70,8 @@ export class ClientToolsService {
       } catch (error) {
         return failed(name, GatewayErrorCode.INVALID_TOOL_PARAMETERS, (error as Error).message);
       }
-      if (visibility !== 'model') agentTools.set(toolName, { name: toolName, description, inputSchema: parameters as JsonSchema, visibility: visibility as ToolVisibility });
+      if (visibility !== 'model')
+        agentTools.set(toolName, { name: toolName, description, inputSchema: parameters as JsonSchema, visibility: visibility as ToolVisibility });
       return { name: toolName, status: 'registered' };
     });
   }

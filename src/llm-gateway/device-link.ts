@@ -20,7 +20,9 @@ export const CLOSE_REPLACED = { code: 4409, reason: 'Replaced: this device conne
 
 /** A push the device's queue has no room for: the device is busy, not the caller wrong. */
 function busy(deviceId: string, error: unknown): unknown {
-  return error instanceof QueueFullError ? new GatewayError(GatewayErrorCode.DEVICE_BUSY, `Device "${deviceId}" has too many requests waiting (at most ${error.limit})`) : error;
+  return error instanceof QueueFullError
+    ? new GatewayError(GatewayErrorCode.DEVICE_BUSY, `Device "${deviceId}" has too many requests waiting (at most ${error.limit})`)
+    : error;
 }
 
 /** An LLM-gateway connection that named a device, as the fleet drives it. */
@@ -54,7 +56,9 @@ class LlmDeviceLink implements DeviceLink {
     const onAbort = () => stop.abort(signal.reason);
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    const forget = this.connection.onClose(() => stop.abort(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `Device "${this.deviceId}" disconnected before it answered`)));
+    const forget = this.connection.onClose(() =>
+      stop.abort(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `Device "${this.deviceId}" disconnected before it answered`)),
+    );
     return this.clientTools.callForAgent(this.connection, toolName, args, stop.signal).finally(() => {
       signal.removeEventListener('abort', onAbort);
       forget();
@@ -129,13 +133,17 @@ export class DeviceLinks {
   toolsChanged(connection: LlmConnection): void {
     const link = this.links.get(connection);
     if (!link) return;
-    void link.attached.then(() => this.fleet.toolsChanged(link)).catch((error: Error) => this.logger.warn(`Device ${link.deviceId}: tools not updated in the directory: ${error.message}`));
+    void link.attached
+      .then(() => this.fleet.toolsChanged(link))
+      .catch((error: Error) => this.logger.warn(`Device ${link.deviceId}: tools not updated in the directory: ${error.message}`));
   }
 
   close(connection: LlmConnection): void {
     const link = this.links.get(connection);
     if (!link) return;
     this.links.delete(connection);
-    void link.attached.then(() => this.fleet.detach(link)).catch((error: Error) => this.logger.warn(`Device ${link.deviceId} could not leave the directory: ${error.message}`));
+    void link.attached
+      .then(() => this.fleet.detach(link))
+      .catch((error: Error) => this.logger.warn(`Device ${link.deviceId} could not leave the directory: ${error.message}`));
   }
 }

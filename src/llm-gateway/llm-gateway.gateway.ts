@@ -50,7 +50,13 @@ export const LLM_PROTOCOL = 'llm';
   path: '/',
   aliases: ['/llm'],
   upgradeGuards: [BearerAuthGuard, DeviceIdentityGuard],
-  connectionCap: { setting: 'CLOUD_MAX_CONNECTIONS', limit: (config) => config.server.maxConnections, status: 503, closeCode: CLOSE_TRY_AGAIN_LATER, label: 'LLM-gateway' },
+  connectionCap: {
+    setting: 'CLOUD_MAX_CONNECTIONS',
+    limit: (config) => config.server.maxConnections,
+    status: 503,
+    closeCode: CLOSE_TRY_AGAIN_LATER,
+    label: 'LLM-gateway',
+  },
   serial: { maxWaiting: MAX_WAITING_REQUESTS, whenFull: 'refuse' },
   oversizedFrames: 'close',
 })

@@ -30,7 +30,13 @@ describe('SpeechCleaningInterceptor', () => {
       llmResponseFrame('**Sunny** today. 🎉🎉 High of 25°C.', []),
       statusFrame('idle'),
     ]);
-    expect(contents(frames)).toEqual(['status', ['Sunny today.', 0], [' High of 25 degrees Celsius.', 1], ['Sunny today. High of 25 degrees Celsius.', 'final'], 'status']);
+    expect(contents(frames)).toEqual([
+      'status',
+      ['Sunny today.', 0],
+      [' High of 25 degrees Celsius.', 1],
+      ['Sunny today. High of 25 degrees Celsius.', 'final'],
+      'status',
+    ]);
   });
 
   it('cleans a final answer that was not streamed as a whole', async () => {
@@ -40,6 +46,9 @@ describe('SpeechCleaningInterceptor', () => {
 
   it('leaves the text as the model wrote it when the connection turned cleaning off', async () => {
     const frames = await received([partialResponseFrame('**Sunny** 🌞.', 0), llmResponseFrame('**Sunny** 🌞.', [])], false);
-    expect(contents(frames)).toEqual([['**Sunny** 🌞.', 0], ['**Sunny** 🌞.', 'final']]);
+    expect(contents(frames)).toEqual([
+      ['**Sunny** 🌞.', 0],
+      ['**Sunny** 🌞.', 'final'],
+    ]);
   });
 });

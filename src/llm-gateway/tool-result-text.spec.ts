@@ -4,7 +4,7 @@ import { resultEcho, resultForModel } from './tool-result-text';
 const ok = (value: unknown, content?: { type: string; text?: string }[]): ToolOutcome => ({ ok: true, value, content, durationMs: 1 });
 
 describe('a tool result for the model', () => {
-  it('is the content\'s text, else the value, whole while within the bound', () => {
+  it("is the content's text, else the value, whole while within the bound", () => {
     expect(resultForModel(ok('ignored', [{ type: 'text', text: 'The sum is 5.' }]), 100)).toBe('The sum is 5.');
     expect(resultForModel(ok({ celsius: 21 }), 100)).toBe('{"celsius":21}');
     expect(resultForModel(ok(undefined), 100)).toBe('null');

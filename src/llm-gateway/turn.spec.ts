@@ -24,7 +24,11 @@ describe('Turn', () => {
   beforeAll(async () => {
     llm = await ScriptedLlm.start();
     moduleRef = await Test.createTestingModule({
-      imports: [GatewayModule.forRoot({ settings: { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: 0, LLM_TIMEOUT: 2, CLOUD_LOG_LEVEL: 'ERROR', MCP_WS_PORT: 0, DEFAULT_TIMEZONE: 'UTC' } })],
+      imports: [
+        GatewayModule.forRoot({
+          settings: { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: 0, LLM_TIMEOUT: 2, CLOUD_LOG_LEVEL: 'ERROR', MCP_WS_PORT: 0, DEFAULT_TIMEZONE: 'UTC' },
+        }),
+      ],
     }).compile();
     await moduleRef.init();
     environment = moduleRef.get(TurnEnvironment);
@@ -99,7 +103,12 @@ describe('Turn', () => {
     });
     llm.reply({ toolCalls: [{ id: 'k', name: 'spec_lookup', arguments: { q: 'blue' } }] }, { text: 'It is blue.' });
     const frames = await play(new Turn('t3', conn, { type: 'text_input', text: 'colour?' }, environment));
-    expect(frames.find((frame) => frame.type === 'tool_call')).toMatchObject({ tool_name: 'spec_lookup', arguments: { q: 'blue' }, result: { found: 'blue' }, success: true });
+    expect(frames.find((frame) => frame.type === 'tool_call')).toMatchObject({
+      tool_name: 'spec_lookup',
+      arguments: { q: 'blue' },
+      result: { found: 'blue' },
+      success: true,
+    });
     expect(frames.find((frame) => frame.type === 'llm_response')).toMatchObject({
       content: 'It is blue.',
       tool_calls: [{ call_id: 'k', name: 'spec_lookup', location: 'server', success: true }],
@@ -116,7 +125,7 @@ describe('Turn', () => {
     expect(llm.requests).toHaveLength(0);
   });
 
-  it('answers the model server\'s failure with an error frame, then idle', async () => {
+  it("answers the model server's failure with an error frame, then idle", async () => {
     const conn = await connection();
     llm.reply({ fault: 'http500' });
     const frames = await play(new Turn('t5', conn, { type: 'text_input', text: 'hi' }, environment));

@@ -248,11 +248,17 @@ export class Turn {
     this.controller.signal.addEventListener('abort', stopRound, { once: true });
     const scope = ToolCallScope.ofTurn(this.connection, { sessionId: session.id, turnId: this.id, signal: round.signal });
     const { clientTools, llm } = this.env.config;
-    const tools = new ToolRound(calls, this.env.tools, scope, (name) => this.env.registry.get(name, this.connection.id)?.source === `client:${this.connection.id}`, {
-      clientToolTimeoutMs: clientTools.timeoutMs,
-      maxResultChars: llm.maxToolResultChars,
-      echoChars: llm.toolCallEchoChars,
-    });
+    const tools = new ToolRound(
+      calls,
+      this.env.tools,
+      scope,
+      (name) => this.env.registry.get(name, this.connection.id)?.source === `client:${this.connection.id}`,
+      {
+        clientToolTimeoutMs: clientTools.timeoutMs,
+        maxResultChars: llm.maxToolResultChars,
+        echoChars: llm.toolCallEchoChars,
+      },
+    );
     const filler = this.fillerTimer();
     try {
       return await tools.run((frame) => this.send(frame as LlmServerFrame), record);

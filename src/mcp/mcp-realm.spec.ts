@@ -71,7 +71,7 @@ describe('mcpRealmTokens', () => {
     expect(announced).toEqual([]);
   });
 
-  it('warns about the spec\'s placeholder when it is explicitly allowed', () => {
+  it("warns about the spec's placeholder when it is explicitly allowed", () => {
     const config = loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' });
     expect(mcpRealmTokens(config, served, logger)).toEqual(['ChangeMe!']);
     expect(warnings).toEqual([expect.stringMatching(/placeholder "ChangeMe!"/)]);

@@ -32,7 +32,9 @@ export function mcpRealmTokens(
   const { enabled, ws } = config.mcp;
   if (ws.authToken) {
     if (ws.authToken === MCP_PLACEHOLDER_TOKEN) {
-      logger.warn(`MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}" (MCP_WS_ALLOW_DEFAULT_TOKEN=true): anyone who has read the spec can connect`);
+      logger.warn(
+        `MCP_WS_AUTH_TOKEN is the spec's placeholder "${MCP_PLACEHOLDER_TOKEN}" (MCP_WS_ALLOW_DEFAULT_TOKEN=true): anyone who has read the spec can connect`,
+      );
     }
     return [ws.authToken];
   }

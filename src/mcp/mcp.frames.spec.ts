@@ -26,7 +26,12 @@ describe('envelope parsing', () => {
     ['a payload that is a string', messageEnvelopeSchema, { type: 'message', payload: '{"jsonrpc":"2.0"}' }, /payload must be/],
     ['a payload that is null', messageEnvelopeSchema, { type: 'message', payload: null }, /payload must be/],
     ['a sessionId that is a number', pongEnvelopeSchema, { type: 'pong', sessionId: 1 }, /sessionId must be a string/],
-    ['a timestamp that is a date string', pongEnvelopeSchema, { type: 'pong', timestamp: '2025-01-01' }, /timestamp must be a number \(Unix time in milliseconds\)/],
+    [
+      'a timestamp that is a date string',
+      pongEnvelopeSchema,
+      { type: 'pong', timestamp: '2025-01-01' },
+      /timestamp must be a number \(Unix time in milliseconds\)/,
+    ],
     ['a reason that is not text', closeEnvelopeSchema, { type: 'close', reason: 42 }, /reason must be a string/],
   ])('refuses %s with -32600, naming the field', (_name, schema, value, detail) => {
     const error = parse(schema, value);
@@ -44,7 +49,7 @@ describe('server envelopes', () => {
     expect(Envelope.close('s', 'bye')).toEqual({ type: 'close', sessionId: 's', reason: 'bye', timestamp: 1_700_000_000_123 });
   });
 
-  it('answer auth with the spec\'s success and failure shapes', () => {
+  it("answer auth with the spec's success and failure shapes", () => {
     expect(Envelope.authenticated('s', { name: 'n', version: '1.0.0' }, 30000)).toEqual({
       type: 'auth',
       sessionId: 's',
@@ -61,7 +66,7 @@ describe('server envelopes', () => {
     });
   });
 
-  it('carry an error\'s code, message and data, with the sessionId once there is one', () => {
+  it("carry an error's code, message and data, with the sessionId once there is one", () => {
     const error = new EnvelopeError(-32700, 'Parse error', 'Unexpected end of JSON input');
     expect(Envelope.error(error, 's')).toEqual({
       type: 'error',

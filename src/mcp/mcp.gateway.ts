@@ -8,15 +8,7 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { FrameEvent, MalformedFrame, OversizedFrame } from '../core/ws/frame-parser';
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
-import {
-  AuthEnvelope,
-  CloseEnvelope,
-  closeEnvelopeSchema,
-  MessageEnvelope,
-  messageEnvelopeSchema,
-  PongEnvelope,
-  pongEnvelopeSchema,
-} from './dto/mcp.dto';
+import { AuthEnvelope, CloseEnvelope, closeEnvelopeSchema, MessageEnvelope, messageEnvelopeSchema, PongEnvelope, pongEnvelopeSchema } from './dto/mcp.dto';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { MCP_PATH, MCP_PROTOCOL, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';

@@ -60,14 +60,15 @@ describe('MCP mapping', () => {
       });
     });
 
-    it.each([['a string', 'noon'], ['an array', [1]], ['nothing', undefined]])(
-      'reports %s from a tool whose output schema wants an object as a failure',
-      (_name, value) => {
-        const result = toCallToolResult(clock, ok(value));
-        expect(result.isError).toBe(true);
-        expect(result.content).toEqual([{ type: 'text', text: expect.stringMatching(/^Tool "clock" returned .*, not the object its output schema describes$/) }]);
-      },
-    );
+    it.each([
+      ['a string', 'noon'],
+      ['an array', [1]],
+      ['nothing', undefined],
+    ])('reports %s from a tool whose output schema wants an object as a failure', (_name, value) => {
+      const result = toCallToolResult(clock, ok(value));
+      expect(result.isError).toBe(true);
+      expect(result.content).toEqual([{ type: 'text', text: expect.stringMatching(/^Tool "clock" returned .*, not the object its output schema describes$/) }]);
+    });
 
     it('passes content blocks the tool produced itself through', () => {
       const blocks = [

@@ -7,8 +7,7 @@ function objectOutputSchema(tool: ToolDefinition): JsonSchema | undefined {
   return tool.outputSchema?.type === 'object' ? tool.outputSchema : undefined;
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * A catalogue tool as MCP lists it. The input schema always says `type: "object"`, which MCP

@@ -54,12 +54,12 @@ describe('McpService', () => {
     expect(result.capabilities).toEqual({ tools: { listChanged: true } });
   });
 
-  it('answers the client\'s protocol version when the SDK supports it', async () => {
+  it("answers the client's protocol version when the SDK supports it", async () => {
     const { request } = await rawSession(setUp().factory);
     expect((await request(1, 'initialize', initialize('2025-06-18'))).result.protocolVersion).toBe('2025-06-18');
   });
 
-  it('answers MCP_PROTOCOL_VERSION, not the SDK\'s latest, to a version it does not support', async () => {
+  it("answers MCP_PROTOCOL_VERSION, not the SDK's latest, to a version it does not support", async () => {
     const { request } = await rawSession(setUp({ MCP_PROTOCOL_VERSION: '2025-03-26' }).factory);
     expect((await request(1, 'initialize', initialize('2099-01-01'))).result.protocolVersion).toBe('2025-03-26');
   });
@@ -73,8 +73,14 @@ describe('McpService', () => {
   it('answers -32602 to a tools/call for an unknown tool or with malformed params, -32601 to an unknown method', async () => {
     const { request } = await rawSession(setUp().factory);
     await request(1, 'initialize', initialize(LATEST_PROTOCOL_VERSION));
-    expect((await request(2, 'tools/call', { name: 'nope', arguments: {} })).error).toEqual({ code: -32602, message: expect.stringMatching(/Unknown tool "nope"/) });
-    expect((await request(3, 'tools/call', { arguments: {} })).error).toMatchObject({ code: -32602, message: expect.stringMatching(/Invalid tools\/call request/) });
+    expect((await request(2, 'tools/call', { name: 'nope', arguments: {} })).error).toEqual({
+      code: -32602,
+      message: expect.stringMatching(/Unknown tool "nope"/),
+    });
+    expect((await request(3, 'tools/call', { arguments: {} })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/Invalid tools\/call request/),
+    });
     expect((await request(4, 'tools/call', { name: 'echo', arguments: 'text' })).error).toMatchObject({ code: -32602 });
     expect((await request(5, 'resources/list')).error).toEqual({ code: -32601, message: 'Method not found' });
   });
@@ -88,7 +94,10 @@ describe('McpService', () => {
 
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['echo']);
     expect(await client.callTool({ name: 'echo', arguments: { text: 'hi' } })).toEqual({ content: [{ type: 'text', text: 'hi' }] });
-    expect(await client.callTool({ name: 'echo', arguments: {} })).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/missing required argument "text"/) }] });
+    expect(await client.callTool({ name: 'echo', arguments: {} })).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringMatching(/missing required argument "text"/) }],
+    });
 
     let announced = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {

@@ -105,12 +105,7 @@ export class McpService {
    * protocol error). A call over the caller's rate limit, or over its connection's calls in
    * flight, throws (or rejects with) an {@link McpError} -32029.
    */
-  toolCallResult(
-    scope: ToolCallScope,
-    name: string,
-    args: Record<string, unknown>,
-    controls?: ToolCallControls,
-  ): MaybePromise<CallToolResult> | undefined {
+  toolCallResult(scope: ToolCallScope, name: string, args: Record<string, unknown>, controls?: ToolCallControls): MaybePromise<CallToolResult> | undefined {
     const prepared = this.toolCalls.prepare(scope, name, args);
     const tool = prepared.entry?.tool;
     if (!tool) return undefined;

@@ -26,7 +26,15 @@ function paramsProblem<T>(schema: ParamsSchema<T>, request: unknown): string | u
   const parsed = schema.safeParse(request);
   if (parsed.success) return undefined;
   return parsed.error.issues
-    .map((issue) => `${issue.path.filter((key) => key !== 'params').map(String).join('.') || 'params'}: ${issue.message}`)
+    .map(
+      (issue) =>
+        `${
+          issue.path
+            .filter((key) => key !== 'params')
+            .map(String)
+            .join('.') || 'params'
+        }: ${issue.message}`,
+    )
     .join('; ');
 }
 

@@ -116,7 +116,13 @@ export class BoundCounter extends BoundFamily<CounterSeries> {
 export class BoundHistogram extends BoundFamily<HistogramSeries> {
   readonly type = 'histogram';
 
-  constructor(name: string, help: string, labelNames: readonly string[], registry: Registry, private readonly bounds: readonly number[]) {
+  constructor(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    registry: Registry,
+    private readonly bounds: readonly number[],
+  ) {
     super(name, help, labelNames, registry);
   }
 

@@ -27,7 +27,9 @@ export class MetricsListener implements OnApplicationBootstrap, OnApplicationShu
     limitRequestHeaders(server, this.config.server.requestHeaders);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) =>
-        reject(new StartupError(`METRICS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to serve /metrics on CLOUD_PORT`)),
+        reject(
+          new StartupError(`METRICS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to serve /metrics on CLOUD_PORT`),
+        ),
       );
       server.listen(port, host, () => resolve());
     });

@@ -32,9 +32,15 @@ describe('ToolCallMetrics', () => {
         { value: 1, labels: { protocol: 'utcp', tool: 'get_weather', source: 'mcp:weather', outcome: 'ok' } },
       ]),
     );
-    const counts = (await series('gateway_tool_call_duration_seconds')).filter((sample) => (sample as { metricName?: string }).metricName === 'gateway_tool_call_duration_seconds_count');
+    const counts = (await series('gateway_tool_call_duration_seconds')).filter(
+      (sample) => (sample as { metricName?: string }).metricName === 'gateway_tool_call_duration_seconds_count',
+    );
     expect(counts.find((sample) => sample.labels.protocol === 'llm')).toMatchObject({ value: 1 });
-    expect((await series('gateway_tool_call_duration_seconds')).find((s) => (s as { metricName?: string }).metricName?.endsWith('_sum') && s.labels.protocol === 'llm')?.value).toBe(1);
+    expect(
+      (await series('gateway_tool_call_duration_seconds')).find(
+        (s) => (s as { metricName?: string }).metricName?.endsWith('_sum') && s.labels.protocol === 'llm',
+      )?.value,
+    ).toBe(1);
   });
 
   it('never labels with a name a client chose: unknown tools and device tools are "other"', async () => {

@@ -77,10 +77,7 @@ describe('countdown', () => {
     const outcome = registry.run(registry.prepare('countdown', { seconds: 2 }), {}, { onPartial: (update) => updates.push(update) });
     await jest.advanceTimersByTimeAsync(2001);
     await expect(outcome).resolves.toMatchObject({ ok: true, value: expect.objectContaining({ remaining_s: 0, done: true }) });
-    expect(updates).toEqual([
-      expect.objectContaining({ remaining_s: 2, done: false }),
-      expect.objectContaining({ remaining_s: 1, done: false }),
-    ]);
+    expect(updates).toEqual([expect.objectContaining({ remaining_s: 2, done: false }), expect.objectContaining({ remaining_s: 1, done: false })]);
     await moduleRef.close();
   });
 });

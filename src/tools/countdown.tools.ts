@@ -71,10 +71,7 @@ export class CountdownTools {
     timeoutMs: (MAX_COUNTDOWN_S + 5) * 1000,
     tags: ['time', 'timer', 'streaming'],
   })
-  async *countdown(
-    { seconds, interval, label }: CountdownArguments,
-    { signal }: ToolCallContext,
-  ): AsyncGenerator<CountdownUpdate, CountdownUpdate> {
+  async *countdown({ seconds, interval, label }: CountdownArguments, { signal }: ToolCallContext): AsyncGenerator<CountdownUpdate, CountdownUpdate> {
     const durationMs = Math.round(seconds * 1000);
     const intervalMs = Math.round(interval * 1000);
     const startedAt = performance.now();
@@ -103,10 +100,13 @@ function sleepUntil(at: number, signal: AbortSignal): Promise<void> {
       clearTimeout(timer);
       reject(signal.reason);
     };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, at - performance.now()));
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, at - performance.now()),
+    );
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

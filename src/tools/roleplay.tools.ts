@@ -44,7 +44,12 @@ export class RoleplayTools {
   async enter({ character, session_id }: { character: string; session_id?: string }, context: ToolCallContext) {
     const found = this.characters.find(character);
     if (!found) {
-      throw new ToolError(`No character called "${character}". Available: ${this.characters.list().map((c) => c.name).join(', ')}`);
+      throw new ToolError(
+        `No character called "${character}". Available: ${this.characters
+          .list()
+          .map((c) => c.name)
+          .join(', ')}`,
+      );
     }
     const id = await this.target(session_id, context);
     await this.sessions.configure(id, { character: found.name });

@@ -13,7 +13,7 @@ export class TimeTools {
   @BuiltinTool({
     name: 'get_current_time',
     description:
-      'Get the current date and time. Give an IANA time zone (e.g. Asia/Shanghai, Europe/London, America/New_York) for a place; without one the server\'s zone is used.',
+      "Get the current date and time. Give an IANA time zone (e.g. Asia/Shanghai, Europe/London, America/New_York) for a place; without one the server's zone is used.",
     inputSchema: {
       type: 'object',
       properties: {

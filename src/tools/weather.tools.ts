@@ -78,7 +78,7 @@ export class WeatherTools {
     inputSchema: {
       type: 'object',
       properties: {
-        city: { type: 'string', description: 'City name in any language, e.g. 北京 or Paris; the assistant\'s location when omitted' },
+        city: { type: 'string', description: "City name in any language, e.g. 北京 or Paris; the assistant's location when omitted" },
         date: { type: 'string', description: 'YYYY-MM-DD, "today" or "tomorrow" (今天, 明天, 后天 work too); today when omitted' },
       },
       additionalProperties: false,
@@ -144,7 +144,7 @@ export class WeatherTools {
         const timezone = here.timezone && isKnownTimeZone(here.timezone) ? here.timezone : this.config.tools.defaultTimezone;
         return { name: here.city ?? 'your location', country: here.country, latitude: here.latitude, longitude: here.longitude, timezone };
       }
-      if (here.city === undefined) throw new ToolError('Say which city: the assistant\'s location is unknown');
+      if (here.city === undefined) throw new ToolError("Say which city: the assistant's location is unknown");
       city = here.city;
     }
     const query = new URLSearchParams({ name: city, count: '1', format: 'json', language: /\p{Script=Han}/u.test(city) ? 'zh' : 'en' });

@@ -21,7 +21,7 @@ describe('answeredRequestId', () => {
     expect(answeredRequestId(head, tail)).toBe(4);
   });
 
-  it('takes no nested id for the answer\'s own', () => {
+  it("takes no nested id for the answer's own", () => {
     const { head, tail } = ends(JSON.stringify({ jsonrpc: '2.0', result: { content: [{ type: 'text', text: BIG }], item: { id: 5 } } }));
     expect(answeredRequestId(head, tail)).toBeUndefined();
   });
@@ -34,7 +34,7 @@ describe('answeredRequestId', () => {
     expect(answeredRequestId('not json', 'at all')).toBeUndefined();
   });
 
-  it('reads an event stream\'s data line after its prefix', () => {
+  it("reads an event stream's data line after its prefix", () => {
     const json = JSON.stringify({ result: { content: [{ type: 'text', text: BIG }] }, jsonrpc: '2.0', id: 12 });
     const line = { bytes: 0, head: Buffer.from(`data: ${json}`.slice(0, 1024)), tail: Buffer.from(`${json.slice(-1024)}\r`) };
     expect(answeredRequestIdOfLine(line, 'data:')).toBe(12);
@@ -55,7 +55,7 @@ describe('the stand-in for an oversized answer', () => {
     expect(oversizedAnswerOf(oversizedAnswerError({ maxBytes: 2048 }))).toEqual({ maxBytes: 2048 });
   });
 
-  it('is not confused with an upstream\'s own errors', () => {
+  it("is not confused with an upstream's own errors", () => {
     expect(oversizedAnswerOf(new McpError(ErrorCode.InternalError, 'boom'))).toBeUndefined();
     expect(oversizedAnswerOf(new McpError(ErrorCode.InvalidParams, 'x', { oversizedAnswer: { maxBytes: 1 } }))).toBeUndefined();
     expect(oversizedAnswerOf(new Error('plain'))).toBeUndefined();

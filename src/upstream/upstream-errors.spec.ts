@@ -7,17 +7,13 @@ const settings = { name: 's', prefix: 's.', disabled: false, connectTimeoutMs: 1
 
 describe('upstream errors', () => {
   it('tells an HTTP refusal by its status only, never by the body the SDK quotes', () => {
-    expect(describeUpstreamError(new StreamableHTTPError(401, 'Error POSTing to endpoint: {"error":"token sk-123 revoked"}'))).toBe(
-      'HTTP 401 Unauthorized',
-    );
+    expect(describeUpstreamError(new StreamableHTTPError(401, 'Error POSTing to endpoint: {"error":"token sk-123 revoked"}'))).toBe('HTTP 401 Unauthorized');
     expect(describeUpstreamError(new SseError(404, 'Non-200 status code (404)', undefined as never))).toBe('HTTP 404 Not Found');
     expect(describeUpstreamError(new StreamableHTTPError(-1, 'Unexpected content type: text/html'))).toBe('unexpected HTTP response');
   });
 
   it('tells a network failure by its code', () => {
-    expect(describeUpstreamError(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } }))).toBe(
-      'fetch failed (ECONNREFUSED)',
-    );
+    expect(describeUpstreamError(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } }))).toBe('fetch failed (ECONNREFUSED)');
     expect(describeUpstreamError(new Error('spawn nope ENOENT'))).toBe('spawn nope ENOENT');
     expect(describeUpstreamError('odd')).toBe('odd');
   });

@@ -14,9 +14,7 @@ const MAX_MESSAGE_LENGTH = 300;
  */
 function secretsOf(server: UpstreamServerConfig): string[] {
   const values =
-    server.transport === 'stdio'
-      ? Object.values(server.env)
-      : [...Object.values(server.headers), server.url.password, ...server.url.searchParams.values()];
+    server.transport === 'stdio' ? Object.values(server.env) : [...Object.values(server.headers), server.url.password, ...server.url.searchParams.values()];
   const words = values.flatMap((value) => [value, ...value.split(/\s+/)]);
   return [...new Set(words.filter((word) => word.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length);
 }

@@ -6,7 +6,7 @@ const defaults = loadGatewayConfig({ MCP_UPSTREAM_CONNECT_TIMEOUT: '20', MCP_UPS
 const parse = (servers: unknown) => parseMcpServers({ mcpServers: servers }, defaults, 'mcp.json');
 
 describe('the MCP servers file', () => {
-  it('reads the desktop clients\' format, with the gateway\'s defaults filled in', () => {
+  it("reads the desktop clients' format, with the gateway's defaults filled in", () => {
     expect(
       parse({
         files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/data'], env: { DEBUG: '1' } },
@@ -39,7 +39,7 @@ describe('the MCP servers file', () => {
     ]);
   });
 
-  it('takes the gateway\'s own fields: prefix, disabled, timeouts in seconds, and the transport by type', () => {
+  it("takes the gateway's own fields: prefix, disabled, timeouts in seconds, and the transport by type", () => {
     const [local, sse, http] = parse({
       local: { command: 'node', args: ['server.js'], cwd: '/srv', prefix: '', disabled: true, connectTimeout: 5, callTimeout: 0.5 },
       old: { type: 'sse', url: 'http://127.0.0.1:3001/sse' },
@@ -61,7 +61,10 @@ describe('the MCP servers file', () => {
     [{ a: { url: 'http://h/mcp', args: ['x'] } }, 'server "a": args applies only to a command, not to a url'],
     [{ a: { command: 'x', headers: { A: 'b' } } }, 'server "a": headers apply only to a url, not to a command'],
     [{ a: { type: 'stdio', url: 'http://h/mcp' } }, 'server "a": type "stdio" needs command, not url'],
-    [{ a: { type: 'websocket', url: 'ws://h' } }, 'server "a": type must be one of stdio, http, streamable-http, streamableHttp, sse; url must be an http(s) URL'],
+    [
+      { a: { type: 'websocket', url: 'ws://h' } },
+      'server "a": type must be one of stdio, http, streamable-http, streamableHttp, sse; url must be an http(s) URL',
+    ],
     [{ a: { command: '' } }, 'server "a": command should not be empty'],
     [{ a: { command: 'x', callTimeout: 0 } }, 'server "a": callTimeout must not be less than 0.01'],
     [{ a: { command: 'x', disabled: 'yes' } }, 'server "a": disabled must be a boolean value'],

@@ -16,11 +16,7 @@ import type { UpstreamServerConfig } from './upstream-servers.config';
 export class UpstreamServersService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly connections: UpstreamConnection[];
 
-  constructor(
-    @Inject(UPSTREAM_SERVERS) servers: UpstreamServerConfig[],
-    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
-    registry: ToolRegistryService,
-  ) {
+  constructor(@Inject(UPSTREAM_SERVERS) servers: UpstreamServerConfig[], @Inject(GATEWAY_CONFIG) config: GatewayConfig, registry: ToolRegistryService) {
     const { pingIntervalMs, retryMinMs, retryMaxMs, maxResultBytes } = config.mcp.upstream;
     const context = {
       registry,

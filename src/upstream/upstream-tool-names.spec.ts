@@ -27,7 +27,7 @@ describe('upstream tool names', () => {
     expect([...names.values()].every(isValidToolName)).toBe(true);
   });
 
-  it('derives a server\'s default prefix from its name', () => {
+  it("derives a server's default prefix from its name", () => {
     expect(defaultPrefix('home')).toBe('home.');
     expect(defaultPrefix('brave-search')).toBe('brave_search.');
     expect(defaultPrefix('1password')).toBe('_1password.');

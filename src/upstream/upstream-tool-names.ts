@@ -40,7 +40,9 @@ export function defaultPrefix(serverName: string): string {
 /** Why `prefix` cannot start tool names, or `undefined` when it can (`""` can). */
 export function prefixProblem(prefix: string): string | undefined {
   if (prefix === '') return undefined;
-  return toolNameProblem(`${prefix}x`) && `prefix ${JSON.stringify(prefix)} must start with a letter or "_" and contain only letters, digits, "_" and single dots`;
+  return (
+    toolNameProblem(`${prefix}x`) && `prefix ${JSON.stringify(prefix)} must start with a letter or "_" and contain only letters, digits, "_" and single dots`
+  );
 }
 
 /** Catalogue name of each upstream tool name, in the rule above. */

@@ -90,7 +90,12 @@ export class UpstreamToolSync {
     const { planned, skipped } = planTools(this.server.prefix, tools);
     const wanted = new Map(planned.map((tool) => [tool.name, tool]));
     const timeoutMs = this.server.callTimeoutMs;
-    const current = new Map(this.registry.list().filter((tool) => tool.source === this.source).map((tool) => [tool.name, tool]));
+    const current = new Map(
+      this.registry
+        .list()
+        .filter((tool) => tool.source === this.source)
+        .map((tool) => [tool.name, tool]),
+    );
     for (const [name, tool] of current) {
       const next = wanted.get(name);
       if (!next || !isSameTool(tool, next, timeoutMs)) {

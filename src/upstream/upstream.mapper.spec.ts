@@ -36,7 +36,7 @@ describe('upstream tools in the catalogue', () => {
     registry.onModuleDestroy();
   });
 
-  it('keeps a result\'s blocks and structured content, and reads a failure\'s text', () => {
+  it("keeps a result's blocks and structured content, and reads a failure's text", () => {
     const result = toContentResult({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
     expect(result).toMatchObject({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
     expect(errorText({ content: [{ type: 'text', text: 'Overflow' }], isError: true })).toBe('Overflow');

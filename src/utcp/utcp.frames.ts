@@ -125,10 +125,7 @@ export type UtcpToolFrame =
 
 /** Whether `value` can be a request id: a non-empty string (up to 256 characters) or a finite number. */
 export function isRequestId(value: unknown): value is UtcpRequestId {
-  return (
-    (typeof value === 'string' && value.length > 0 && value.length <= MAX_REQUEST_ID_LENGTH) ||
-    (typeof value === 'number' && Number.isFinite(value))
-  );
+  return (typeof value === 'string' && value.length > 0 && value.length <= MAX_REQUEST_ID_LENGTH) || (typeof value === 'number' && Number.isFinite(value));
 }
 
 /** The frame's `id` when it has a usable one, for echoing in an answer; `null` otherwise. */

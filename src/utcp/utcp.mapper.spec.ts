@@ -42,9 +42,7 @@ describe('UTCP manual mapping', () => {
   });
 
   it('points templates at the streaming form of each path when the manual was asked for streaming', () => {
-    expect(toUtcpTool(lights, endpoint({ streaming: true })).tool_call_template.url).toBe(
-      'wss://tools.example.com/gw/utcp/device.light.set?stream=true',
-    );
+    expect(toUtcpTool(lights, endpoint({ streaming: true })).tool_call_template.url).toBe('wss://tools.example.com/gw/utcp/device.light.set?stream=true');
   });
 
   it('asks the client for its token through a UTCP variable when auth is on, and only then', () => {
@@ -120,7 +118,12 @@ describe('UTCP manual mapping', () => {
     });
 
     it('keeps the definitions where references into them still resolve, and requires no body of a tool that requires nothing', () => {
-      const schema = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { at: { $ref: '#/$defs/time' } }, $defs: { time: { type: 'string' } } };
+      const schema = {
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        properties: { at: { $ref: '#/$defs/time' } },
+        $defs: { time: { type: 'string' } },
+      };
       expect(toHttpInputs(schema)).toEqual({
         $schema: schema.$schema,
         type: 'object',

@@ -39,8 +39,7 @@ export interface ManualEndpoint {
 /** Whether a tool says it streams (see {@link STREAMING_TAG}). */
 export const isStreamingTool = (tool: ToolDefinition): boolean => tool.tags.includes(STREAMING_TAG);
 
-const streamsIn = (tool: ToolDefinition, endpoint: ManualEndpoint): boolean =>
-  endpoint.streaming === 'per-tool' ? isStreamingTool(tool) : endpoint.streaming;
+const streamsIn = (tool: ToolDefinition, endpoint: ManualEndpoint): boolean => (endpoint.streaming === 'per-tool' ? isStreamingTool(tool) : endpoint.streaming);
 
 /** UTCP call template names take letters, digits and `_` only. */
 const templateName = (tool: ToolDefinition) => tool.name.replace(/\W/g, '_');

@@ -130,11 +130,10 @@ describe('C client (clients/c)', () => {
   describe('llm_device_example against the gateway', () => {
     let sessionId: string;
 
-    it('registers the spec\'s device tools, answers get_battery and prints the final answer', async () => {
-      stack.llm.reply(
-        { toolCalls: [{ id: 'b1', name: 'get_battery', arguments: {} }] },
-        (request) => ({ text: `您的设备电量还剩${toolResults(request).b1.level}%` }),
-      );
+    it("registers the spec's device tools, answers get_battery and prints the final answer", async () => {
+      stack.llm.reply({ toolCalls: [{ id: 'b1', name: 'get_battery', arguments: {} }] }, (request) => ({
+        text: `您的设备电量还剩${toolResults(request).b1.level}%`,
+      }));
       const result = await device(stack.gateway.ws('/'), '--token', TOKEN, '--print-session', '--context', '我的电量还剩多少？');
       expect(result).toMatchObject({ code: 0, killed: false });
       const [sessionLine, answer, ...rest] = lines(result.stdout);
@@ -190,7 +189,17 @@ describe('C client (clients/c)', () => {
     it('prints a streamed answer sentence by sentence, and cancels it mid-way: the history keeps what was played', async () => {
       const weather = 'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday.';
       stack.llm.reply({ text: weather, pace: { firstTokenMs: 50, tokensPerSecond: 40 } });
-      const result = await device(stack.gateway.ws('/'), '--token', TOKEN, '--print-session', '--context', '--stream', '--cancel-after-partials', '2', 'Weather?');
+      const result = await device(
+        stack.gateway.ws('/'),
+        '--token',
+        TOKEN,
+        '--print-session',
+        '--context',
+        '--stream',
+        '--cancel-after-partials',
+        '2',
+        'Weather?',
+      );
       expect(result).toMatchObject({ code: 0, killed: false });
       const [sessionLine, ...printed] = lines(result.stdout);
       expect(printed).toEqual(['Beijing is sunny today.', ' The high is 25 degrees.', expect.stringMatching(/^cancelled turn_id=\S+$/)]);
@@ -207,7 +216,12 @@ describe('C client (clients/c)', () => {
         for (const url of [stack.gateway.ws('/'), `wss://localhost:${(proxy.address() as AddressInfo).port}/`]) {
           stack.llm.reset();
           stack.llm.reply(
-            { toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }, { id: 'v', name: 'set_volume', arguments: { volume: 40 } }] },
+            {
+              toolCalls: [
+                { id: 'b', name: 'get_battery', arguments: {} },
+                { id: 'v', name: 'set_volume', arguments: { volume: 40 } },
+              ],
+            },
             (request) => ({ text: `电量${toolResults(request).b.level}%` }),
           );
           const result = await sanitizedDevice(url, '--token', TOKEN, '--ca', join(TLS_DIR, 'test-only-localhost.crt'), '电量多少？');
@@ -254,7 +268,7 @@ describe('C client (clients/c)', () => {
       expect(result.stderr).toMatch(/^error: LLM_ERROR: /m);
     });
 
-    it('exits 4 when no answer comes in time (before the gateway\'s own 5 s model timeout)', async () => {
+    it("exits 4 when no answer comes in time (before the gateway's own 5 s model timeout)", async () => {
       stack.llm.reply({ fault: 'hang' });
       const started = Date.now();
       const slow = await device(stack.gateway.ws('/'), '--token', TOKEN, '--timeout', '1', 'hi');
@@ -394,7 +408,7 @@ describe('C client (clients/c)', () => {
     });
     afterAll(() => new Promise((resolve) => server.close(resolve)));
 
-    it('prints pushed answers as [push], runs a pushed turn\'s tool, and still ends on its own answer', async () => {
+    it("prints pushed answers as [push], runs a pushed turn's tool, and still ends on its own answer", async () => {
       const result = await device(url, 'Good night');
       expect(result).toMatchObject({ code: 0, killed: false });
       expect(lines(result.stdout)).toEqual(['[push reminder_id=rem-2] Dinner is ready.', '[push] Volume 20.', 'Good night.']);

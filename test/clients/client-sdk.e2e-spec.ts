@@ -39,7 +39,7 @@ describe('client SDK against the real gateway', () => {
     return client;
   }
 
-  it('holds a conversation and reports the turn\'s frames', async () => {
+  it("holds a conversation and reports the turn's frames", async () => {
     const client = await connect();
     const statuses: string[] = [];
     client.on('status', (frame) => statuses.push(frame.status));
@@ -89,7 +89,7 @@ describe('client SDK against the real gateway', () => {
     });
   });
 
-  it('rejects a failed turn with the gateway\'s code, and goes on', async () => {
+  it("rejects a failed turn with the gateway's code, and goes on", async () => {
     const client = await connect();
     stack.llm.reply({ fault: 'http500' });
     const error: LlmGatewayError = await client.sendText('hello').catch((failure) => failure);
@@ -154,7 +154,10 @@ describe('client SDK against the real gateway', () => {
       proxy.restore();
 
       stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
-        text: `**${request.messages.filter((message) => message.role === 'user').map((message) => message.content).join(', ')}**: ${toolResults(request).b.level}%`,
+        text: `**${request.messages
+          .filter((message) => message.role === 'user')
+          .map((message) => message.content)
+          .join(', ')}**: ${toolResults(request).b.level}%`,
       }));
       expect(await client.sendText('Who am I, and my battery?')).toBe('**My name is Ann, Who am I, and my battery?**: 42%');
       expect(client.sessionId).toBe(session);
@@ -174,7 +177,7 @@ describe('client SDK against the real gateway', () => {
     expect(await refused('wrong')).toMatchObject({ code: 'CONNECT_FAILED', message: expect.stringMatching(/403/) });
   });
 
-  it('runs the README\'s device example as written, from the ESM build in a plain Node process', async () => {
+  it("runs the README's device example as written, from the ESM build in a plain Node process", async () => {
     const sdkRoot = join(PROJECT_ROOT, 'packages', 'client-sdk');
     const build = join(sdkRoot, 'dist', 'esm', 'index.js');
     if (!existsSync(build)) throw new Error(`${build} is missing: run "npm run build:sdk" (npm test builds first)`);

@@ -3,7 +3,18 @@ import { rmSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import type { Page } from 'playwright-core';
-import { ARTIFACTS_DIR, chooseChromium, launchChromium, librariesNotFound, missingLibraries, PACKAGED_CHROMIUM, packagedChromiumArgs, SYSTEM_CHROMIUM, TestBrowser, unpackOnce } from '../support/browser';
+import {
+  ARTIFACTS_DIR,
+  chooseChromium,
+  launchChromium,
+  librariesNotFound,
+  missingLibraries,
+  PACKAGED_CHROMIUM,
+  packagedChromiumArgs,
+  SYSTEM_CHROMIUM,
+  TestBrowser,
+  unpackOnce,
+} from '../support/browser';
 import { LlmStack, startLlmStack } from '../support/llm-stack';
 
 const TOKEN = 'packaged-browser-token';
@@ -12,8 +23,11 @@ describe('which Chromium the browser tests run', () => {
   const nothing = () => false;
   const only = (path: string) => (candidate: string) => candidate === path;
 
-  it('takes CHROMIUM_PATH first, Debian\'s Chromium next, the npm-shipped one last', () => {
-    expect(chooseChromium({ CHROMIUM_PATH: '/opt/chrome/chrome' }, only('/opt/chrome/chrome'))).toEqual({ source: 'CHROMIUM_PATH', executablePath: '/opt/chrome/chrome' });
+  it("takes CHROMIUM_PATH first, Debian's Chromium next, the npm-shipped one last", () => {
+    expect(chooseChromium({ CHROMIUM_PATH: '/opt/chrome/chrome' }, only('/opt/chrome/chrome'))).toEqual({
+      source: 'CHROMIUM_PATH',
+      executablePath: '/opt/chrome/chrome',
+    });
     expect(chooseChromium({ CHROMIUM_PATH: '/opt/chrome/chrome' }, () => true)).toEqual({ source: 'CHROMIUM_PATH', executablePath: '/opt/chrome/chrome' });
     expect(chooseChromium({}, only(SYSTEM_CHROMIUM))).toEqual({ source: 'system', executablePath: SYSTEM_CHROMIUM });
     expect(chooseChromium({ CHROMIUM_PATH: '  ' }, only(SYSTEM_CHROMIUM))).toEqual({ source: 'system', executablePath: SYSTEM_CHROMIUM });
@@ -27,7 +41,7 @@ describe('which Chromium the browser tests run', () => {
     );
   });
 
-  it('keeps the package\'s recommended flags but none that would weaken the page\'s defences', () => {
+  it("keeps the package's recommended flags but none that would weaken the page's defences", () => {
     const args = packagedChromiumArgs();
     expect(args).toEqual(expect.arrayContaining(['--no-sandbox', '--no-zygote', '--single-process']));
     expect(args).not.toContain('--disable-web-security');
@@ -44,7 +58,9 @@ describe('which Chromium the browser tests run', () => {
       return '/tmp/somewhere/chromium';
     };
     try {
-      expect(await Promise.all([unpackOnce(name, unpack), unpackOnce(name, unpack), unpackOnce(name, unpack)])).toEqual(Array(3).fill('/tmp/somewhere/chromium'));
+      expect(await Promise.all([unpackOnce(name, unpack), unpackOnce(name, unpack), unpackOnce(name, unpack)])).toEqual(
+        Array(3).fill('/tmp/somewhere/chromium'),
+      );
       expect(await unpackOnce(name, unpack)).toBe('/tmp/somewhere/chromium');
       expect(unpacks).toBe(1);
     } finally {
@@ -52,7 +68,7 @@ describe('which Chromium the browser tests run', () => {
     }
   });
 
-  it('reads the libraries a binary lacks from ldd\'s report', () => {
+  it("reads the libraries a binary lacks from ldd's report", () => {
     const report = [
       '\tlinux-vdso.so.1 (0x00007ffc)',
       '\tlibnss3.so => not found',
@@ -93,7 +109,7 @@ describe('the console in the Chromium shipped by npm', () => {
     expect(errors).toEqual([]);
   }
 
-  it('launches the packaged browser, not Debian\'s, and runs the console in it', async () => {
+  it("launches the packaged browser, not Debian's, and runs the console in it", async () => {
     const browser = await launchChromium({ choice: { source: 'package' } });
     try {
       expect(browser.source).toBe('package');

@@ -101,9 +101,9 @@ describe('web console in a real browser', () => {
     expect(await page.locator('.entry-user').last().textContent()).toBe('hello');
 
     await page.waitForSelector('#frames li[data-direction="in"][data-type="status"]:last-child');
-    const frames = await page.locator('#frames li').evaluateAll((items: any[]) =>
-      items.map((item) => `${item.dataset.direction}:${item.dataset.type}:${item.querySelector('.direction')?.textContent}`),
-    );
+    const frames = await page
+      .locator('#frames li')
+      .evaluateAll((items: any[]) => items.map((item) => `${item.dataset.direction}:${item.dataset.type}:${item.querySelector('.direction')?.textContent}`));
     // The page asks for sentence streaming on connecting: a sentence, then the final answer.
     expect(frames).toEqual(['in:status:←', 'out:configure:→', 'out:text_input:→', 'in:status:←', 'in:llm_response:←', 'in:llm_response:←', 'in:status:←']);
     expect(await page.locator('#frames li time').first().textContent()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
@@ -119,7 +119,9 @@ describe('web console in a real browser', () => {
     // Read in the page on every frame: the streaming entry lives only until the final answer
     // comes, which can be shorter than a locator's polling interval.
     const partial = await page.waitForFunction(
-      () => Array.from((globalThis as any).document.querySelectorAll('.entry-assistant.streaming p') as ArrayLike<{ textContent: string }>).pop()?.textContent || false,
+      () =>
+        Array.from((globalThis as any).document.querySelectorAll('.entry-assistant.streaming p') as ArrayLike<{ textContent: string }>).pop()?.textContent ||
+        false,
       undefined,
       { polling: 'raf', timeout: 10_000 },
     );

@@ -110,7 +110,9 @@ describe('web console: Devices view in a real browser', () => {
     // The model-only tool stays with the device's model: agents, and so this list, never see it.
     const tools = await kitchen
       .locator('.fleet-tool')
-      .evaluateAll((items: any[]) => items.map((item) => [item.dataset.tool, item.querySelector('.badge').textContent, item.querySelector('.agent-name').textContent]));
+      .evaluateAll((items: any[]) =>
+        items.map((item) => [item.dataset.tool, item.querySelector('.badge').textContent, item.querySelector('.agent-name').textContent]),
+      );
     expect(tools).toEqual([
       ['light_on', 'both', 'AA.BB.CC.DD.EE.01__light_on'],
       ['reboot', 'agents', 'AA.BB.CC.DD.EE.01__reboot'],
@@ -286,7 +288,9 @@ describe('web console: Devices view in a real browser', () => {
     const tool = self.locator('.fleet-tool[data-tool="get_battery"]');
     await tool.waitFor();
     // Agents see what the page offers them: not the tool it keeps for its model.
-    expect(await self.locator('.fleet-tool').evaluateAll((items: any[]) => items.map((item) => [item.dataset.tool, item.querySelector('.badge').textContent]))).toEqual([
+    expect(
+      await self.locator('.fleet-tool').evaluateAll((items: any[]) => items.map((item) => [item.dataset.tool, item.querySelector('.badge').textContent])),
+    ).toEqual([
       ['get_battery', 'both'],
       ['reboot', 'agents'],
     ]);

@@ -24,7 +24,7 @@ describe('web console and tool catalogue routes', () => {
       expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);
     });
 
-    it('serves the console\'s modules and the client SDK\'s browser build, and nothing else', async () => {
+    it("serves the console's modules and the client SDK's browser build, and nothing else", async () => {
       const app = await fetch(gateway.http('/console/app.js'));
       expect(app.status).toBe(200);
       expect(app.headers.get('content-type')).toMatch(/^(text|application)\/javascript/);
@@ -67,7 +67,7 @@ describe('web console and tool catalogue routes', () => {
       expect(tools.every((tool: any) => !('handler' in tool))).toBe(true);
     });
 
-    it('does not list a connection\'s own device tools', async () => {
+    it("does not list a connection's own device tools", async () => {
       const socket = await TestSocket.open(gateway.ws(`/?token=${TOKEN}`));
       await socket.next();
       socket.send({ type: 'register_tools', tools: [{ name: 'private_tool', description: 'x', parameters: { type: 'object' } }] });

@@ -37,7 +37,12 @@ function guideExample(): { tsconfig: string; main: string; install: string } {
 
 /** npm as a user runs it, in `cwd`, bounded in time. */
 async function npm(cwd: string, args: string[], timeoutMs: number): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+  const { stdout } = await run('npm', args, {
+    cwd,
+    timeout: timeoutMs,
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
   return stdout;
 }
 
@@ -46,7 +51,7 @@ async function npm(cwd: string, args: string[], timeoutMs: number): Promise<stri
  * built as a package of its own that installs this one from the tarball `npm pack` makes, the
  * way a user outside this repository would. Its tool must show on every protocol.
  */
-describe("the extension example (docs/guides/extending.md, README), as a separate package", () => {
+describe('the extension example (docs/guides/extending.md, README), as a separate package', () => {
   const workspace = mkdtempSync(join(tmpdir(), 'vtg-extending-'));
   const app = join(workspace, 'light-gateway');
   let child: ChildProcess | undefined;

@@ -91,14 +91,18 @@ describe('a protocol added by copying the pattern', () => {
     client.send({ type: 'echo' });
     expect(await client.next()).toMatchObject({ type: 'oops', code: 'INVALID_MESSAGE' });
     client.send({ type: 'nope' });
-    expect(await client.next()).toMatchObject({ type: 'oops', code: 'UNKNOWN_MESSAGE_TYPE', message: expect.stringMatching(/expected "echo", "call" or "boom"/) });
+    expect(await client.next()).toMatchObject({
+      type: 'oops',
+      code: 'UNKNOWN_MESSAGE_TYPE',
+      message: expect.stringMatching(/expected "echo", "call" or "boom"/),
+    });
     client.send({ type: 'boom' });
     expect(await client.next()).toEqual({ type: 'oops', code: 'INVALID_MESSAGE', message: 'no booms here' });
     await client.close();
   });
 
   it('gets auth at the upgrade, its connection cap and the keep-alive from the route, with no code of its own', async () => {
-    await eventually(() => gateway.app.get(ConnectionRegistry).count('echo') === 0, 'the first test\'s connection gone');
+    await eventually(() => gateway.app.get(ConnectionRegistry).count('echo') === 0, "the first test's connection gone");
     const refused = (await TestSocket.open(gateway.ws('/echo')).catch((error) => error)) as UpgradeRefused;
     expect(refused.status).toBe(401);
     const [first, second] = await Promise.all([TestSocket.open(gateway.ws('/echo'), { headers }), TestSocket.open(gateway.ws('/echo'), { headers })]);

@@ -37,7 +37,7 @@ describe('extending the gateway with your own Nest module', () => {
   });
   afterAll(() => gateway.close());
 
-  it('serves a @Tool() of the user\'s module on LiteMCP without touching the gateway', async () => {
+  it("serves a @Tool() of the user's module on LiteMCP without touching the gateway", async () => {
     const client = await LiteMcpClient.connect(gateway.ws('/litemcp/station.temperature'));
     expect((await client.info()).parameters.map((p: { name: string }) => p.name)).toEqual(['room', 'unit']);
     const result = await client.call('station.temperature', ['kitchen', 'F']);

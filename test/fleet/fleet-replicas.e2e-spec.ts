@@ -24,7 +24,11 @@ describe('Fleet across replicas (Redis)', () => {
   const sockets: TestSocket[] = [];
 
   const post = async (path: string, body: unknown) => {
-    const response = await fetch(b.gateway.http(path), { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(b.gateway.http(path), {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: response.status, body: (await response.json()) as any };
   };
 
@@ -60,7 +64,11 @@ describe('Fleet across replicas (Redis)', () => {
   beforeAll(async () => {
     redis = await inspector();
     b = await startLlmStack(shared);
-    a = startMain({ ...Object.fromEntries(Object.entries(shared).map(([key, value]) => [key, String(value)])), LLM_BASE_URL: b.llm.baseUrl, LLM_MAX_RETRIES: '0' });
+    a = startMain({
+      ...Object.fromEntries(Object.entries(shared).map(([key, value]) => [key, String(value)])),
+      LLM_BASE_URL: b.llm.baseUrl,
+      LLM_MAX_RETRIES: '0',
+    });
     aPort = await listeningPort(a.output);
   });
 
@@ -141,7 +149,12 @@ describe('Fleet across replicas (Redis)', () => {
       ['hall-gone', 'DEVICE_OFFLINE'],
     ]);
     for (const [index, device] of [...onA, here].entries()) {
-      expect(await device.next(5000)).toMatchObject({ type: 'llm_response', content: 'Everyone out.', origin: 'push', turn_id: pushed.body.results[index].turn_id });
+      expect(await device.next(5000)).toMatchObject({
+        type: 'llm_response',
+        content: 'Everyone out.',
+        origin: 'push',
+        turn_id: pushed.body.results[index].turn_id,
+      });
       expect(await device.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push' });
     }
   });

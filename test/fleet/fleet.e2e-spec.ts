@@ -16,14 +16,22 @@ const TOKENS_FILE = `tokens:
 `;
 const KITCHEN = 'kitchen-secret-3';
 
-const LIGHT = { name: 'light_on', description: 'Turns the light on', parameters: { type: 'object', properties: { room: { type: 'string' } }, required: ['room'] } };
+const LIGHT = {
+  name: 'light_on',
+  description: 'Turns the light on',
+  parameters: { type: 'object', properties: { room: { type: 'string' } }, required: ['room'] },
+};
 const REBOOT = { name: 'reboot', description: 'Restarts the device', parameters: { type: 'object' }, visibility: 'agents' };
 const VOLUME = { name: 'volume', description: 'Sets the volume', parameters: { type: 'object' }, visibility: 'model' };
 
 const auth = (token: string) => ({ Authorization: `Bearer ${token}` });
 
 async function post(stack: LlmStack, path: string, token: string, body: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(stack.gateway.http(path), { method: 'POST', headers: { ...auth(token), 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(stack.gateway.http(path), {
+    method: 'POST',
+    headers: { ...auth(token), 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, body: await response.json() };
 }
 
@@ -58,7 +66,14 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     dir = mkdtempSync(join(tmpdir(), 'vtg-fleet-'));
     const tokensFile = join(dir, 'tokens.yaml');
     writeFileSync(tokensFile, TOKENS_FILE, { mode: 0o600 });
-    stack = await startLlmStack({ AUTH_TOKENS: `${OWNER},${STRANGER}`, AUTH_TOKENS_FILE: tokensFile, CLIENT_TOOL_TIMEOUT: 2, FLEET_HOLD_MAX_COUNT: 3, FLEET_PUSH_MAX_CHARS: 500, FLEET_PUSH_MAX_DEVICES: 20 });
+    stack = await startLlmStack({
+      AUTH_TOKENS: `${OWNER},${STRANGER}`,
+      AUTH_TOKENS_FILE: tokensFile,
+      CLIENT_TOOL_TIMEOUT: 2,
+      FLEET_HOLD_MAX_COUNT: 3,
+      FLEET_PUSH_MAX_CHARS: 500,
+      FLEET_PUSH_MAX_DEVICES: 20,
+    });
   });
 
   afterEach(async () => {
@@ -187,7 +202,7 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(await speaker.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push', turn_id: pushed.body.turn_id });
   });
 
-  it("waits for the turn in flight, or interrupts it when asked", async () => {
+  it('waits for the turn in flight, or interrupts it when asked', async () => {
     const speaker = track(await device(stack, 'say-2'));
     stack.llm.reply({ text: 'A long answer.', delayMs: 400 });
     speaker.send({ type: 'text_input', text: 'tell me', turn_id: 'mine' });
@@ -228,8 +243,12 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     const first = await device(stack, 'gone-1', OWNER, []);
     await first.close();
     await waitFor(async () => (await get(stack, '/devices/gone-1', OWNER)).status === 404);
-    for (const text of ['One.', 'Two.', 'Three.']) expect(await post(stack, '/devices/gone-1/say', OWNER, { text, hold_s: 60 })).toMatchObject({ status: 200, body: { delivered: 'held' } });
-    expect(await post(stack, '/devices/gone-1/say', OWNER, { text: 'Four.', hold_s: 60 })).toMatchObject({ status: 429, body: { error: { code: 'DEVICE_BUSY' } } });
+    for (const text of ['One.', 'Two.', 'Three.'])
+      expect(await post(stack, '/devices/gone-1/say', OWNER, { text, hold_s: 60 })).toMatchObject({ status: 200, body: { delivered: 'held' } });
+    expect(await post(stack, '/devices/gone-1/say', OWNER, { text: 'Four.', hold_s: 60 })).toMatchObject({
+      status: 429,
+      body: { error: { code: 'DEVICE_BUSY' } },
+    });
     expect(await post(stack, '/devices/gone-1/say', STRANGER, { text: 'Spam.', hold_s: 60 })).toMatchObject({ status: 404 });
 
     const back = track(await device(stack, 'gone-1', OWNER, []));
@@ -253,7 +272,12 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
       { device: 'nobody-9', error: { code: 'DEVICE_OFFLINE', message: 'Device "nobody-9" is not connected' } },
     ]);
     for (const [index, speaker] of speakers.entries()) {
-      expect(await speaker.next()).toMatchObject({ type: 'llm_response', content: 'Fire drill now.', origin: 'push', turn_id: pushed.body.results[index].turn_id });
+      expect(await speaker.next()).toMatchObject({
+        type: 'llm_response',
+        content: 'Fire drill now.',
+        origin: 'push',
+        turn_id: pushed.body.results[index].turn_id,
+      });
       expect(await speaker.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push' });
     }
     // A glob reaches only the caller's devices: the stranger's fan-3 alone.
@@ -281,7 +305,8 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
   });
 
   it('refuses a fan-out that is bad as a whole with one clear error', async () => {
-    const refused = async (body: unknown, status: number, code: string) => expect(await post(stack, '/devices/say', OWNER, body)).toMatchObject({ status, body: { error: { code } } });
+    const refused = async (body: unknown, status: number, code: string) =>
+      expect(await post(stack, '/devices/say', OWNER, body)).toMatchObject({ status, body: { error: { code } } });
     await refused({ text: 'Hi' }, 400, 'INVALID_MESSAGE');
     await refused({ devices: [], text: 'Hi' }, 400, 'INVALID_MESSAGE');
     await refused({ devices: 'fan-1', text: 'Hi' }, 400, 'INVALID_MESSAGE');
@@ -301,7 +326,10 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
   it('refuses bad pushes with clear errors', async () => {
     track(await device(stack, 'bad-1', OWNER, []));
     expect(await post(stack, '/devices/bad-1/say', OWNER, { text: '' })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_MESSAGE' } } });
-    expect(await post(stack, '/devices/bad-1/say', OWNER, { text: 'x'.repeat(501) })).toMatchObject({ status: 413, body: { error: { code: 'PAYLOAD_TOO_LARGE' } } });
+    expect(await post(stack, '/devices/bad-1/say', OWNER, { text: 'x'.repeat(501) })).toMatchObject({
+      status: 413,
+      body: { error: { code: 'PAYLOAD_TOO_LARGE' } },
+    });
     expect(await post(stack, '/devices/bad-1/say', OWNER, { text: 'Hi', hold_s: -1 })).toMatchObject({ status: 400 });
     expect(await post(stack, '/devices/bad-1/say', OWNER, { text: 'Hi', interrupt: 'yes' })).toMatchObject({ status: 400 });
     expect(await post(stack, '/devices/bad-1/say', OWNER, ['Hi'])).toMatchObject({ status: 400 });
@@ -337,7 +365,9 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(kitchen).toBeDefined();
 
     const first = await device(stack, 'taken-1', OWNER, []);
-    const refused = await TestSocket.open(stack.gateway.ws('/'), { headers: { ...auth(STRANGER), 'Device-Id': 'taken-1' } }).catch((error: UpgradeRefused) => error);
+    const refused = await TestSocket.open(stack.gateway.ws('/'), { headers: { ...auth(STRANGER), 'Device-Id': 'taken-1' } }).catch(
+      (error: UpgradeRefused) => error,
+    );
     expect(refused).toMatchObject({ status: 409 });
 
     const second = track(await device(stack, 'taken-1', OWNER, []));
@@ -356,7 +386,9 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
   it('serves one device as an MCP server of its own, its tools unprefixed, at /mcp/devices/<id>', async () => {
     const speaker = track(await device(stack, 'AA:BB:CC:00:00:07'));
     const client = new Client({ name: 'one-device', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(stack.gateway.http('/mcp/devices/AA:BB:CC:00:00:07')), { requestInit: { headers: auth(OWNER) } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(stack.gateway.http('/mcp/devices/AA:BB:CC:00:00:07')), { requestInit: { headers: auth(OWNER) } }),
+    );
     track(client);
     expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['light_on', 'reboot']);
     const call = client.callTool({ name: 'reboot', arguments: {} });

@@ -107,7 +107,13 @@ describe('the audit log, on every protocol', () => {
         ['no_such_tool', undefined, 'TOOL_NOT_FOUND'],
       ]);
       for (const line of calls) {
-        expect(line).toMatchObject({ token: TOKEN_LABEL, protocol: 'llm', turn_id: 'turn-audited', session_id: client.sessionId, duration_ms: expect.any(Number) });
+        expect(line).toMatchObject({
+          token: TOKEN_LABEL,
+          protocol: 'llm',
+          turn_id: 'turn-audited',
+          session_id: client.sessionId,
+          duration_ms: expect.any(Number),
+        });
       }
       expect(lines.filter((line) => line.event === 'turn')).toEqual([
         {
@@ -197,7 +203,12 @@ describe('the audit log, on every protocol', () => {
       await client.close();
       const [call, turn] = log.audit();
       expect(call).toMatchObject({ event: 'tool_call', tool: 'calculator', arguments: '{"a":6,"b":7,"operation":"multiply"}', result: '42' });
-      expect(turn).toMatchObject({ event: 'turn', turn_id: 'turn-args', answer: 'Forty-two.', input: expect.stringMatching(/^six times seven please .*… \[\d+ chars\]$/) });
+      expect(turn).toMatchObject({
+        event: 'turn',
+        turn_id: 'turn-args',
+        answer: 'Forty-two.',
+        input: expect.stringMatching(/^six times seven please .*… \[\d+ chars\]$/),
+      });
       expect(turn.input.length).toBeLessThan(1100);
       expect(JSON.stringify(log.lines)).not.toContain(TOKEN);
     });

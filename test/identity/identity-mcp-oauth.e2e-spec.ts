@@ -30,7 +30,14 @@ class TestOAuthClient implements OAuthClientProvider {
   }
 
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'identity-e2e', redirect_uris: [REDIRECT_URL], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none', scope: 'tools:call' };
+    return {
+      client_name: 'identity-e2e',
+      redirect_uris: [REDIRECT_URL],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      scope: 'tools:call',
+    };
   }
 
   clientInformation(): OAuthClientInformationMixed {
@@ -94,7 +101,12 @@ describe("the MCP SDK client's OAuth flow (authorization code + PKCE) against /m
     provider = await TestAuthorizationServer.start();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    @Module({ imports: [GatewayModule.forRoot({ settings: { ...TEST_SETTINGS, OIDC_ISSUERS: provider.issuer, PUBLIC_URL: base, AUTH_TOKENS: 'static-secret-of-the-tests' } }), CalculatorModule] })
+    @Module({
+      imports: [
+        GatewayModule.forRoot({ settings: { ...TEST_SETTINGS, OIDC_ISSUERS: provider.issuer, PUBLIC_URL: base, AUTH_TOKENS: 'static-secret-of-the-tests' } }),
+        CalculatorModule,
+      ],
+    })
     class OAuthTestModule {}
     app = await createGatewayApp(OAuthTestModule, { handleSignals: false });
     await app.listen(port, '127.0.0.1');

@@ -95,7 +95,9 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
   describe('a client-credentials token (aud: the gateway)', () => {
     it('calls a tool over MCP Streamable HTTP with the official SDK client', async () => {
       const client = new Client({ name: 'identity-e2e', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${await token()}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${await token()}` } } }),
+      );
       try {
         const sum = await client.callTool({ name: 'calculator', arguments: { a: 2, b: 3 } });
         expect(sum.isError).toBeFalsy();
@@ -162,7 +164,12 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
       const response = await fetch(gateway.http('/mcp'), {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"`);
@@ -172,7 +179,9 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
     it('adds error="invalid_token" when the token is refused, at an upgrade too', async () => {
       const response = await get('/tools', 'not-a-known-token');
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource", error="invalid_token"`);
+      expect(response.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource", error="invalid_token"`,
+      );
       const refused = await refusal(TestSocket.open(gateway.ws('/'), { headers: { Authorization: 'Bearer not-a-known-token' } }));
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toContain('error="invalid_token"');
@@ -216,7 +225,9 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
       [
         'HS256 signed with the public key',
         async () => {
-          const pem = createPublicKey({ key: provider.keys[0] as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+          const pem = createPublicKey({ key: provider.keys[0] as never, format: 'jwk' })
+            .export({ type: 'spki', format: 'pem' })
+            .toString();
           const now = Math.floor(Date.now() / 1000);
           const input = `${b64({ alg: 'HS256', typ: 'JWT', kid: provider.keys[0].kid })}.${b64({ sub: 'agent', iss: provider.issuer, aud: PUBLIC_URL, iat: now, exp: now + 300 })}`;
           const value = `${input}.${createHmac('sha256', pem).update(input).digest('base64url')}`;
@@ -248,7 +259,7 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
       expect((await refusal(TestSocket.open(gateway.ws('/'), { headers: { Authorization: `Bearer ${value}` } }))).status).toBe(401);
     });
 
-    it.each(cases)("%s: auth failed in the MCP envelope", async (_name, make) => {
+    it.each(cases)('%s: auth failed in the MCP envelope', async (_name, make) => {
       const value = await make();
       const failure = await EnvelopeClient.connect(gateway.ws('/mcp'), value).then(
         (client) => (client.socket.close(), undefined),
@@ -280,7 +291,9 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
     const { privateKey } = await generateKeyPair('RS256', { extractable: true });
     const forged = await sign({}, { ...(await exportJWK(privateKey)), kid: provider.keys[0].kid });
     const untrusted = await sign({ iss: 'http://127.0.0.1:1/nobody' });
-    const flood = Array.from({ length: 200 }, (_, index) => fetch(gateway.http('/tools'), { headers: { Authorization: `Bearer ${index % 2 ? forged : untrusted}` } }));
+    const flood = Array.from({ length: 200 }, (_, index) =>
+      fetch(gateway.http('/tools'), { headers: { Authorization: `Bearer ${index % 2 ? forged : untrusted}` } }),
+    );
     const quickStart = Date.now();
     expect((await get('/tools', STATIC_TOKEN)).status).toBe(200);
     expect(Date.now() - quickStart).toBeLessThan(2000);

@@ -44,10 +44,15 @@ async function refusal(open: Promise<TestSocket>): Promise<UpgradeRefused> {
 function conformance(url: string, scenario: string): Promise<string> {
   const cli = join(PROJECT_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [cli, 'server', '--url', url, '--scenario', scenario], { timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) => {
-      if (error && error.killed) reject(new Error(`conformance ${scenario} timed out`));
-      else resolve(`${stdout}${stderr}`);
-    });
+    execFile(
+      process.execPath,
+      [cli, 'server', '--url', url, '--scenario', scenario],
+      { timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } },
+      (error, stdout, stderr) => {
+        if (error && error.killed) reject(new Error(`conformance ${scenario} timed out`));
+        else resolve(`${stdout}${stderr}`);
+      },
+    );
   });
 }
 
@@ -63,14 +68,14 @@ describe('Origin and Host checks (DNS rebinding, cross-site WebSocket hijacking)
   describe('HTTP', () => {
     const auth = { Authorization: `Bearer ${TOKEN}` };
 
-    it('serves requests without Origin (devices, agents) and from the gateway\'s own pages', async () => {
+    it("serves requests without Origin (devices, agents) and from the gateway's own pages", async () => {
       expect((await send(gateway.port, 'GET', '/tools', auth)).status).toBe(200);
       const own_ = await send(gateway.port, 'GET', '/tools', { ...auth, Origin: own() });
       expect(own_.status).toBe(200);
       expect(own_.headers['access-control-allow-origin']).toBeUndefined();
     });
 
-    it('refuses a page of another site with 403 in the route\'s own error format', async () => {
+    it("refuses a page of another site with 403 in the route's own error format", async () => {
       const tools = await send(gateway.port, 'GET', '/tools', { ...auth, Origin: EVIL });
       expect(tools.status).toBe(403);
       expect(JSON.parse(tools.body)).toEqual({ error: { code: 'FORBIDDEN', message: `Origin "${EVIL}" is not allowed (add it to ALLOWED_ORIGINS)` } });
@@ -87,7 +92,11 @@ describe('Origin and Host checks (DNS rebinding, cross-site WebSocket hijacking)
     });
 
     it('refuses a Host that is not this machine while listening on loopback (a rebound DNS name)', async () => {
-      const rebound = await send(gateway.port, 'GET', '/tools', { ...auth, Host: `evil.example:${gateway.port}`, Origin: `http://evil.example:${gateway.port}` });
+      const rebound = await send(gateway.port, 'GET', '/tools', {
+        ...auth,
+        Host: `evil.example:${gateway.port}`,
+        Origin: `http://evil.example:${gateway.port}`,
+      });
       expect(rebound.status).toBe(403);
       expect(JSON.parse(rebound.body).error.message).toContain('Host "evil.example');
       for (const host of [`localhost:${gateway.port}`, `127.0.0.1:${gateway.port}`, `[::1]:${gateway.port}`]) {
@@ -140,10 +149,14 @@ describe('Origin and Host checks (DNS rebinding, cross-site WebSocket hijacking)
     });
   });
 
-  describe('the MCP conformance suite\'s transport scenarios, with a token in the URL', () => {
-    it.each(['server-initialize', 'ping', 'tools-list', 'server-sse-multiple-streams', 'dns-rebinding-protection'])('%s passes', async (scenario) => {
-      const output = await conformance(`http://127.0.0.1:${gateway.port}/mcp?token=${TOKEN}`, scenario);
-      expect(output).toMatch(/Passed: (\d+)\/\1, 0 failed/);
-    }, 90_000);
+  describe("the MCP conformance suite's transport scenarios, with a token in the URL", () => {
+    it.each(['server-initialize', 'ping', 'tools-list', 'server-sse-multiple-streams', 'dns-rebinding-protection'])(
+      '%s passes',
+      async (scenario) => {
+        const output = await conformance(`http://127.0.0.1:${gateway.port}/mcp?token=${TOKEN}`, scenario);
+        expect(output).toMatch(/Passed: (\d+)\/\1, 0 failed/);
+      },
+      90_000,
+    );
   });
 });

@@ -60,8 +60,7 @@ async function mcpClient(transport: Transport): Promise<Client> {
   return client;
 }
 
-const overWebSocket = (gateway: RunningGateway, token: string) =>
-  new WebSocketClientTransport(new URL(gateway.ws(`/mcp?token=${encodeURIComponent(token)}`)));
+const overWebSocket = (gateway: RunningGateway, token: string) => new WebSocketClientTransport(new URL(gateway.ws(`/mcp?token=${encodeURIComponent(token)}`)));
 const overHttp = (gateway: RunningGateway, token: string) =>
   new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
 
@@ -192,7 +191,7 @@ describe('a token limited to get_current_time', () => {
     await envelope.close();
   });
 
-  it('refuses the MCP envelope\'s auth to a token whose protocols leave MCP out', async () => {
+  it("refuses the MCP envelope's auth to a token whose protocols leave MCP out", async () => {
     const failed = await EnvelopeClient.connect(gateway.ws('/mcp'), 'quiet-secret').then(
       async (client) => (await client.close(), undefined),
       (error: unknown) => error,
@@ -321,7 +320,10 @@ describe('rate limits', () => {
       const lite = await LiteMcpClient.connect(gateway.ws('/litemcp/calculator'), 'lite-calls-secret');
       const liteLimited = await lite.call('calculator', ['2', '3']);
       lite.close();
-      expect(liteLimited.response).toMatchObject({ error: true, content: [{ type: 'text', data: expect.stringMatching(/Rate limit reached.*try again in 1 s/) }] });
+      expect(liteLimited.response).toMatchObject({
+        error: true,
+        content: [{ type: 'text', data: expect.stringMatching(/Rate limit reached.*try again in 1 s/) }],
+      });
 
       expect((await utcp.call('calculator', { a: 2, b: 3 })).result).toBe(5);
       const overHttp = await fetch(gateway.http('/utcp/calculator'), {

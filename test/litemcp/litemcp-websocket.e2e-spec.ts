@@ -37,9 +37,7 @@ describe('LiteMCP over WebSocket', () => {
 
     it('discovers and calls get_current_time, with and without a time zone', async () => {
       const client = await LiteMcpClient.connect(gateway.ws('/litemcp/get_current_time'));
-      expect((await client.info()).parameters).toEqual([
-        expect.objectContaining({ name: 'timezone', type: 'string', example: 'Asia/Shanghai' }),
-      ]);
+      expect((await client.info()).parameters).toEqual([expect.objectContaining({ name: 'timezone', type: 'string', example: 'Asia/Shanghai' })]);
       const shanghai = await client.call('get_current_time', ['Asia/Shanghai']);
       expect(shanghai.response.error).toBe(false);
       expect(JSON.parse(shanghai.response.content[0].data)).toMatchObject({ timezone: 'Asia/Shanghai', utc_offset: '+08:00' });
@@ -108,12 +106,32 @@ describe('LiteMCP over WebSocket', () => {
       ['no data', { version: V, id: 4, type: 'call' }, /data must be a ToolCall object/],
       ['arguments not an array', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: '1,2' } }, /arguments must be an array/],
       ['an object argument', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: [{}, '2'] } }, /arguments must be an array of strings/],
-      ['another tool', { version: V, id: 4, type: 'call', data: { tool: 'get_current_time', arguments: [] } }, /serves tool "calculator", but the call names "get_current_time"/],
-      ['a ToolCall of another major version', { version: V, id: 4, type: 'call', data: { version: [3, 0, 0], tool: 'calculator', arguments: ['1', '2'] } }, /3\.0\.0 is not supported/],
-      ['too many arguments', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1', '2', 'add', 'x'] } }, /takes at most 3 argument\(s\) \(a, b, operation\), got 4/],
+      [
+        'another tool',
+        { version: V, id: 4, type: 'call', data: { tool: 'get_current_time', arguments: [] } },
+        /serves tool "calculator", but the call names "get_current_time"/,
+      ],
+      [
+        'a ToolCall of another major version',
+        { version: V, id: 4, type: 'call', data: { version: [3, 0, 0], tool: 'calculator', arguments: ['1', '2'] } },
+        /3\.0\.0 is not supported/,
+      ],
+      [
+        'too many arguments',
+        { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1', '2', 'add', 'x'] } },
+        /takes at most 3 argument\(s\) \(a, b, operation\), got 4/,
+      ],
       ['a missing argument', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1'] } }, /missing required argument "b"/],
-      ['a non-numeric argument', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['one', '2'] } }, /Argument "a" must be number, got "one"/],
-      ['an argument outside its enum', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1', '2', 'pow'] } }, /must be one of: "add", "subtract", "multiply", "divide"/],
+      [
+        'a non-numeric argument',
+        { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['one', '2'] } },
+        /Argument "a" must be number, got "one"/,
+      ],
+      [
+        'an argument outside its enum',
+        { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1', '2', 'pow'] } },
+        /must be one of: "add", "subtract", "multiply", "divide"/,
+      ],
       ['a failing tool', { version: V, id: 4, type: 'call', data: { tool: 'calculator', arguments: ['1', '0', 'divide'] } }, /^Division by zero$/],
     ])('a call with %s -> result with error: true', async (_name, frame, message) => {
       socket.send(frame);
@@ -175,9 +193,7 @@ describe('LiteMCP over WebSocket with auth on', () => {
   });
 
   it('refuses a wrong token with 403', async () => {
-    await expect(
-      TestSocket.open(gateway.ws('/litemcp/calculator'), { headers: { Authorization: 'Bearer nope' } }),
-    ).rejects.toMatchObject({ status: 403 });
+    await expect(TestSocket.open(gateway.ws('/litemcp/calculator'), { headers: { Authorization: 'Bearer nope' } })).rejects.toMatchObject({ status: 403 });
   });
 
   it('checks the token before revealing whether a tool exists', async () => {
@@ -186,7 +202,7 @@ describe('LiteMCP over WebSocket with auth on', () => {
 
   it.each([
     ['Authorization', { Authorization: 'Bearer device-token' }],
-    ['the spec\'s Authentication', { Authentication: 'Bearer other-token' }],
+    ["the spec's Authentication", { Authentication: 'Bearer other-token' }],
   ])('accepts the token in %s', async (_name, headers) => {
     const socket = await TestSocket.open(gateway.ws('/litemcp/calculator'), { headers });
     socket.send({ version: V, id: 1, type: 'call', data: { tool: 'calculator', arguments: ['2', '2'] } });

@@ -21,9 +21,12 @@ describe('built-in tools (spec 7.2)', () => {
 
   beforeAll(async () => {
     charactersFile = join(mkdtempSync(join(tmpdir(), 'characters-')), 'characters.json');
-    writeFileSync(charactersFile, JSON.stringify({
-      characters: [{ name: 'pirate', display_name: 'Captain Redbeard', description: 'A pirate', prompt: 'Speak like a pirate.' }],
-    }));
+    writeFileSync(
+      charactersFile,
+      JSON.stringify({
+        characters: [{ name: 'pirate', display_name: 'Captain Redbeard', description: 'A pirate', prompt: 'Speak like a pirate.' }],
+      }),
+    );
     stack = await startLlmStack({ ROLEPLAY_CHARACTERS_FILE: charactersFile, AUTH_TOKENS: 'alice,bob' });
   });
   afterAll(() => stack.close());
@@ -47,7 +50,7 @@ describe('built-in tools (spec 7.2)', () => {
       expect(forecast.searchParams.get('current')).toContain('temperature_2m');
     });
 
-    it('reads a later day\'s forecast without current conditions', async () => {
+    it("reads a later day's forecast without current conditions", async () => {
       const report = await viaModel(stack, client, 'get_weather', { city: 'Paris', date: 'tomorrow' });
       expect(report).toMatchObject({ city: 'Paris', condition: 'slight rain', temperature: 19.7, temperature_max: 25.1, precipitation_probability: 40 });
       const forecast = stack.weather.requests[1];
@@ -55,7 +58,7 @@ describe('built-in tools (spec 7.2)', () => {
       expect(report.date).toBe(forecast.searchParams.get('start_date'));
     });
 
-    it('uses the assistant\'s location when no city is given', async () => {
+    it("uses the assistant's location when no city is given", async () => {
       const report = await viaModel(stack, client, 'get_weather', {});
       expect(report.city).toBe('Hangzhou');
       expect(stack.weather.requests.map((url) => url.pathname)).toEqual(['/ip', '/v1/forecast']);
@@ -91,7 +94,7 @@ describe('built-in tools (spec 7.2)', () => {
   });
 
   describe('response language', () => {
-    it('sets, reads and applies the session\'s language; lists the ten languages', async () => {
+    it("sets, reads and applies the session's language; lists the ten languages", async () => {
       const languages = await viaModel(stack, client, 'list_supported_languages');
       expect(languages.languages.map((l: { code: string }) => l.code)).toEqual(['zh', 'en', 'ja', 'ko', 'de', 'fr', 'ru', 'pt', 'es', 'it']);
       expect(await viaModel(stack, client, 'get_response_language')).toEqual({ language: null });
@@ -138,7 +141,7 @@ describe('built-in tools (spec 7.2)', () => {
       expect(result.error.message).toBe('No character called "dragon". Available: pirate');
     });
 
-    it('acts on another session of the same principal, and on no one else\'s', async () => {
+    it("acts on another session of the same principal, and on no one else's", async () => {
       const mine = await stack.connect('/', { Authorization: 'Bearer alice' });
       const theirs = await stack.connect('/', { Authorization: 'Bearer bob' });
       expect(await viaModel(stack, client, 'enter_roleplay_mode', { character: 'pirate', session_id: mine.sessionId })).toMatchObject({
@@ -151,12 +154,15 @@ describe('built-in tools (spec 7.2)', () => {
     });
 
     it('picks up edits to the characters file without a restart', async () => {
-      writeFileSync(charactersFile, JSON.stringify({
-        characters: [
-          { name: 'pirate', description: 'A pirate', prompt: 'Speak like a pirate.' },
-          { name: 'robot', description: 'A robot', prompt: 'Beep.' },
-        ],
-      }));
+      writeFileSync(
+        charactersFile,
+        JSON.stringify({
+          characters: [
+            { name: 'pirate', description: 'A pirate', prompt: 'Speak like a pirate.' },
+            { name: 'robot', description: 'A robot', prompt: 'Beep.' },
+          ],
+        }),
+      );
       const listed = await viaModel(stack, client, 'list_available_characters');
       expect(listed.characters.map((c: { name: string }) => c.name)).toEqual(['pirate', 'robot']);
     });

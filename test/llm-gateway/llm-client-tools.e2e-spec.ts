@@ -41,7 +41,7 @@ describe('LLM gateway client tools', () => {
       await client.close();
     });
 
-    it('fails bad tools one by one, with a reason and the spec\'s code', async () => {
+    it("fails bad tools one by one, with a reason and the spec's code", async () => {
       const client = await stack.connect();
       await register(client, [BATTERY]);
       const answer = await register(client, [
@@ -121,11 +121,16 @@ describe('LLM gateway client tools', () => {
       const tools = [1, 2, 3, 4, 5].map((n) => ({ name: `tool_${n}`, description: 'x', parameters: { type: 'object' } }));
       const answer = await register(client, tools);
       expect(answer.count).toBe(4);
-      expect(answer.tools[4]).toEqual({ name: 'tool_5', status: 'failed', error: 'Too many tools: at most 4 per connection', code: 'TOOL_REGISTRATION_FAILED' });
+      expect(answer.tools[4]).toEqual({
+        name: 'tool_5',
+        status: 'failed',
+        error: 'Too many tools: at most 4 per connection',
+        code: 'TOOL_REGISTRATION_FAILED',
+      });
       await client.close();
     });
 
-    it('keeps a connection\'s tools to itself, and removes them when it closes', async () => {
+    it("keeps a connection's tools to itself, and removes them when it closes", async () => {
       const registry = stack.gateway.app.get(ToolRegistryService);
       const changes: string[] = [];
       const subscription = registry.changes.subscribe((change) => changes.push(`${change.type}:${change.tool.name}:${change.connectionId !== undefined}`));
@@ -148,15 +153,21 @@ describe('LLM gateway client tools', () => {
     it('calls back the device, waits for its result and feeds it to the model', async () => {
       const client = await stack.connect();
       await register(client, [BATTERY]);
-      stack.llm.reply(
-        { toolCalls: [{ id: 'b1', name: 'get_battery', arguments: {} }] },
-        (request) => ({ text: `您的设备电量还剩${toolResults(request).b1.level}%` }),
-      );
+      stack.llm.reply({ toolCalls: [{ id: 'b1', name: 'get_battery', arguments: {} }] }, (request) => ({
+        text: `您的设备电量还剩${toolResults(request).b1.level}%`,
+      }));
       client.send({ type: 'text_input', text: '我的电量还剩多少？' });
       const beforeCallback = await client.until('tool_callback');
       expect(beforeCallback.slice(-2)).toEqual([
         { type: 'status', status: 'waiting_for_tools', data: { pending_tools: 1 }, turn_id: expect.any(String), timestamp: expect.stringMatching(ISO) },
-        { type: 'tool_callback', call_id: expect.any(String), tool_name: 'get_battery', arguments: {}, turn_id: expect.any(String), timestamp: expect.stringMatching(ISO) },
+        {
+          type: 'tool_callback',
+          call_id: expect.any(String),
+          tool_name: 'get_battery',
+          arguments: {},
+          turn_id: expect.any(String),
+          timestamp: expect.stringMatching(ISO),
+        },
       ]);
       const { call_id } = beforeCallback.pop();
       client.send({ type: 'tool_result', call_id, result: { level: 85, charging: false }, success: true, error: null });
@@ -173,7 +184,9 @@ describe('LLM gateway client tools', () => {
     it('feeds a device failure (success: false) to the model as TOOL_EXECUTION_FAILED', async () => {
       const client = await stack.connect();
       await register(client, [VOLUME]);
-      stack.llm.reply({ toolCalls: [{ id: 'v', name: 'set_volume', arguments: { volume: 50 } }] }, (request) => ({ text: JSON.stringify(toolResults(request).v) }));
+      stack.llm.reply({ toolCalls: [{ id: 'v', name: 'set_volume', arguments: { volume: 50 } }] }, (request) => ({
+        text: JSON.stringify(toolResults(request).v),
+      }));
       client.send({ type: 'text_input', text: '把音量调到50' });
       const { call_id } = (await client.until('tool_callback')).pop();
       client.send({ type: 'tool_result', call_id, result: null, success: false, error: '设备连接超时' });
@@ -183,7 +196,7 @@ describe('LLM gateway client tools', () => {
       await client.close();
     });
 
-    it('checks the model\'s arguments against the device\'s schema before calling back', async () => {
+    it("checks the model's arguments against the device's schema before calling back", async () => {
       const client = await stack.connect();
       await register(client, [VOLUME]);
       stack.llm.reply({ toolCalls: [{ id: 'v', name: 'set_volume', arguments: { volume: 500 } }] }, (request) => ({ text: toolResults(request).v.error.code }));

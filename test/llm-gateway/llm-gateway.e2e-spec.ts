@@ -46,16 +46,30 @@ describe('LLM gateway', () => {
       // The spec's frames, each with the turn's id, and the final answer with its timing.
       const turn_id = frames[0].turn_id;
       expect(turn_id).toEqual(expect.any(String));
-      const timing = { first_token_ms: expect.any(Number), first_sentence_ms: expect.any(Number), total_ms: expect.any(Number), llm_ms: expect.any(Number), tools_ms: 0 };
+      const timing = {
+        first_token_ms: expect.any(Number),
+        first_sentence_ms: expect.any(Number),
+        total_ms: expect.any(Number),
+        llm_ms: expect.any(Number),
+        tools_ms: 0,
+      };
       expect(frames).toEqual([
         { type: 'status', status: 'processing', data: { message: expect.any(String) }, turn_id, timestamp: expect.stringMatching(ISO) },
-        { type: 'llm_response', content: '你好！有什么我可以帮助你的吗？', tool_calls: [], is_final: true, timing, turn_id, timestamp: expect.stringMatching(ISO) },
+        {
+          type: 'llm_response',
+          content: '你好！有什么我可以帮助你的吗？',
+          tool_calls: [],
+          is_final: true,
+          timing,
+          turn_id,
+          timestamp: expect.stringMatching(ISO),
+        },
         { type: 'status', status: 'idle', data: { session_id: client.sessionId }, turn_id, timestamp: expect.stringMatching(ISO) },
       ]);
       await client.close();
     });
 
-    it('asks the model with the spec\'s system prompt, the time, every tool and the session\'s settings', async () => {
+    it("asks the model with the spec's system prompt, the time, every tool and the session's settings", async () => {
       const client = await stack.connect();
       client.send({ type: 'text_input', text: '现在几点？' });
       await client.until('llm_response');
@@ -69,9 +83,21 @@ describe('LLM gateway', () => {
       expect(request.messages[0].content).toMatch(/当前时间：\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \w+ \(Asia\/Shanghai, UTC\+08:00\)/);
       expect(request.messages.slice(1)).toEqual([{ role: 'user', content: '现在几点？' }]);
       const names = request.tools!.map((tool) => tool.function.name);
-      expect(names).toEqual(expect.arrayContaining(['get_weather', 'get_current_time', 'get_location', 'set_response_language',
-        'get_response_language', 'list_supported_languages', 'enter_roleplay_mode', 'exit_roleplay_mode',
-        'get_roleplay_status', 'list_available_characters', 'calculator']));
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'get_weather',
+          'get_current_time',
+          'get_location',
+          'set_response_language',
+          'get_response_language',
+          'list_supported_languages',
+          'enter_roleplay_mode',
+          'exit_roleplay_mode',
+          'get_roleplay_status',
+          'list_available_characters',
+          'calculator',
+        ]),
+      );
       expect(request.tools!.find((tool) => tool.function.name === 'calculator')!.function.parameters).toMatchObject({
         type: 'object',
         required: ['a', 'b'],
@@ -105,10 +131,9 @@ describe('LLM gateway', () => {
   describe('server tools (spec 7.4, 9.2)', () => {
     it('runs the tool, announces it with tool_call, and feeds the result back', async () => {
       const client = await stack.connect();
-      stack.llm.reply(
-        { toolCalls: [{ id: 'c1', name: 'calculator', arguments: { a: 6, b: 7, operation: 'multiply' } }] },
-        (request) => ({ text: `The answer is ${toolResults(request).c1}` }),
-      );
+      stack.llm.reply({ toolCalls: [{ id: 'c1', name: 'calculator', arguments: { a: 6, b: 7, operation: 'multiply' } }] }, (request) => ({
+        text: `The answer is ${toolResults(request).c1}`,
+      }));
       client.send({ type: 'text_input', text: '6 times 7?' });
       const frames = await client.until('llm_response');
       const announcement = frames.find((frame) => frame.type === 'tool_call');
@@ -127,13 +152,17 @@ describe('LLM gateway', () => {
         tool_calls: [{ call_id: 'c1', name: 'calculator', arguments: { a: 6, b: 7, operation: 'multiply' }, location: 'server', success: true }],
       });
       expect(stack.llm.requests[1].messages.slice(-2)).toEqual([
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: '{"a":6,"b":7,"operation":"multiply"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: '{"a":6,"b":7,"operation":"multiply"}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: '42' },
       ]);
       await client.close();
     });
 
-    it('runs one round\'s calls at the same time', async () => {
+    it("runs one round's calls at the same time", async () => {
       const tools = stack.gateway.app.get(TestTools);
       tools.maxInFlight = 0;
       const client = await stack.connect();
@@ -203,7 +232,13 @@ describe('LLM gateway', () => {
       const frames = await client.until('error');
       // An error of a turn names it; one of another request names none.
       const turnId = frames.find((frame) => frame.type === 'status' && frame.status === 'processing')?.turn_id;
-      expect(frames.pop()).toEqual({ type: 'error', code, message: expect.stringMatching(message), ...(turnId && { turn_id: turnId }), timestamp: expect.stringMatching(ISO) });
+      expect(frames.pop()).toEqual({
+        type: 'error',
+        code,
+        message: expect.stringMatching(message),
+        ...(turnId && { turn_id: turnId }),
+        timestamp: expect.stringMatching(ISO),
+      });
       await usableAfterwards(client);
       await client.close();
     });

@@ -92,7 +92,11 @@ describe('LLM gateway sessions', () => {
     await say(first, 'remember the colour blue');
     const other = await alice();
     await say(other, 'which colour?', { session_id: first.sessionId });
-    expect(dialogue(stack.llm.requests.at(-1)!)).toEqual(['user:remember the colour blue', 'assistant:You said: remember the colour blue', 'user:which colour?']);
+    expect(dialogue(stack.llm.requests.at(-1)!)).toEqual([
+      'user:remember the colour blue',
+      'assistant:You said: remember the colour blue',
+      'user:which colour?',
+    ]);
     await Promise.all([first.close(), other.close()]);
   });
 
@@ -159,7 +163,7 @@ describe('LLM gateway sessions', () => {
 });
 
 describe('LLM gateway session expiry', () => {
-  it("keeps CLOUD_SESSION_MAX_PER_PRINCIPAL sessions of a token, forgetting its least recently active first", async () => {
+  it('keeps CLOUD_SESSION_MAX_PER_PRINCIPAL sessions of a token, forgetting its least recently active first', async () => {
     const stack = await startLlmStack({ CLOUD_SESSION_MAX_PER_PRINCIPAL: 2, AUTH_TOKENS: 'alice-token,bob-token' });
     const as = (token: string) => stack.connect('/', { Authorization: `Bearer ${token}` });
     try {

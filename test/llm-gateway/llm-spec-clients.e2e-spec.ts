@@ -33,7 +33,7 @@ function assistant(request: ChatRequest): ScriptedReply {
   return { text: '你好！有什么我可以帮助你的吗？' };
 }
 
-describe('clients written to the spec\'s examples (section 10)', () => {
+describe("clients written to the spec's examples (section 10)", () => {
   let stack: LlmStack;
 
   beforeAll(async () => {
@@ -94,12 +94,7 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     client.define_tool('get_battery', async () => ({ level: 85, charging: false }));
     client.define_tool('set_volume', async ({ volume }: { volume: number }) => ({ volume, status: 'set' }));
     await client.register_tools(TOOLS);
-    expect(client.printed).toEqual([
-      `Connected. Session ID: ${client.session_id}`,
-      'Registered 2 tools',
-      '  - get_battery: OK',
-      '  - set_volume: OK',
-    ]);
+    expect(client.printed).toEqual([`Connected. Session ID: ${client.session_id}`, 'Registered 2 tools', '  - get_battery: OK', '  - set_volume: OK']);
 
     expect(await client.send_text('我的电量还剩多少？')).toBe('您的设备电量还剩百分之85');
     expect(await client.send_text('把音量调到50')).toBe('已将音量设置为50');
@@ -107,7 +102,11 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     client.configure({ temperature: 0.3 });
     expect(await client.send_text('看看天气，再把音量调到30')).toBe('北京clear sky，已将音量设置为30');
     expect(client.printed).toEqual(
-      expect.arrayContaining(['Client tool called: get_battery with {}', 'Server tool called: get_weather', 'Client tool called: set_volume with {"volume":30}']),
+      expect.arrayContaining([
+        'Client tool called: get_battery with {}',
+        'Server tool called: get_weather',
+        'Client tool called: set_volume with {"volume":30}',
+      ]),
     );
     expect(stack.llm.requests.at(-1)!.temperature).toBe(0.3);
     client.close();
@@ -118,7 +117,9 @@ describe('clients written to the spec\'s examples (section 10)', () => {
     await client.connect();
     await client.register_tools(TOOLS);
     stack.llm.reset();
-    stack.llm.reply({ toolCalls: [{ id: 'battery', name: 'get_battery', arguments: {} }] }, (request) => ({ text: toolResults(request).battery.error.message }));
+    stack.llm.reply({ toolCalls: [{ id: 'battery', name: 'get_battery', arguments: {} }] }, (request) => ({
+      text: toolResults(request).battery.error.message,
+    }));
     expect(await client.send_text('电量')).toBe("Tool 'get_battery' not found");
     client.close();
   });
@@ -129,7 +130,7 @@ describe('clients written to the spec\'s examples (section 10)', () => {
  * example of section 10.1 byte for byte) under python3 with websockets: its own main() and its
  * methods on server tools, mixed turns and errors.
  */
-describe('the spec\'s Python client, unchanged, in python3', () => {
+describe("the spec's Python client, unchanged, in python3", () => {
   let stack: LlmStack;
   let python: string;
 
@@ -143,7 +144,7 @@ describe('the spec\'s Python client, unchanged, in python3', () => {
     for (let i = 0; i < 20; i += 1) stack.llm.reply(assistant);
   });
 
-  it('runs the example\'s main(): configure, register the device tools, two turns that call them', async () => {
+  it("runs the example's main(): configure, register the device tools, two turns that call them", async () => {
     const run = await runSpecPythonClient(python, stack.gateway.ws('/'), 'main');
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
@@ -175,12 +176,15 @@ describe('the spec\'s Python client, unchanged, in python3', () => {
         'Response: 你好！有什么我可以帮助你的吗？',
       ]),
     );
-    expect(run.stdout.filter((line) => line.startsWith('Result: '))).toEqual([expect.stringContaining("'temperature': 22.5"), expect.stringContaining("'temperature': 22.5")]); // one weather call per turn
+    expect(run.stdout.filter((line) => line.startsWith('Result: '))).toEqual([
+      expect.stringContaining("'temperature': 22.5"),
+      expect.stringContaining("'temperature': 22.5"),
+    ]); // one weather call per turn
     expect(stack.llm.requests.at(-1)!.temperature).toBe(0.3);
   });
 });
 
-describe('the interpreter for the spec\'s Python client', () => {
+describe("the interpreter for the spec's Python client", () => {
   it('finds an interpreter with websockets, or fails with one line saying what to install', () => {
     expect(findPython({ PYTHON: '/opt/py/bin/python' }, () => true)).toBe('/opt/py/bin/python');
     expect(findPython({}, (candidate) => candidate === DEBIAN_PYTHON)).toBe(DEBIAN_PYTHON);

@@ -8,8 +8,7 @@ import { SPEC_BATTERY_TOOL } from '../support/spec-clients';
 /** A real model's pace: the first token after 300 ms, then 40 tokens a second. */
 const REALISTIC: Pace = { firstTokenMs: 300, tokensPerSecond: 40 };
 
-const FIVE_SENTENCES =
-  'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday. Enjoy the weekend!';
+const FIVE_SENTENCES = 'Beijing is sunny today. The high is 25 degrees. A light wind blows from the north. Rain may come on Friday. Enjoy the weekend!';
 
 /** Every frame a client receives, with the `performance.now()` time it arrived. */
 function recordArrivals(client: LlmClient): { frame: any; at: number }[] {
@@ -20,7 +19,10 @@ function recordArrivals(client: LlmClient): { frame: any; at: number }[] {
 
 /** The gateway's own connection of a client (found by its session). */
 function connectionOf(stack: LlmStack, client: LlmClient) {
-  return stack.gateway.app.get(ConnectionRegistry).list<LlmConnectionState>('llm').find((connection) => connection.state.sessionId === client.sessionId)!;
+  return stack.gateway.app
+    .get(ConnectionRegistry)
+    .list<LlmConnectionState>('llm')
+    .find((connection) => connection.state.sessionId === client.sessionId)!;
 }
 
 describe('LLM gateway: live turns', () => {
@@ -70,7 +72,7 @@ describe('LLM gateway: live turns', () => {
       await client.close();
     });
 
-    it('sends the spec\'s frames alone without streaming, each with the turn\'s id, and the timing on the answer', async () => {
+    it("sends the spec's frames alone without streaming, each with the turn's id, and the timing on the answer", async () => {
       const client = await stack.connect();
       stack.llm.reply({ text: FIVE_SENTENCES });
       client.send({ type: 'text_input', text: 'Weather?' });
@@ -125,7 +127,12 @@ describe('LLM gateway: live turns', () => {
       expect(stack.llm.streams[0].closedEarlyAt! - cancelledAt).toBeLessThan(500);
       expect(firstSentence.content).toBe('Beijing is sunny today.');
 
-      stack.llm.reply((request) => ({ text: `history: ${request.messages.filter((message) => message.role !== 'system').map((message) => `${message.role}=${message.content}`).join('|')}` }));
+      stack.llm.reply((request) => ({
+        text: `history: ${request.messages
+          .filter((message) => message.role !== 'system')
+          .map((message) => `${message.role}=${message.content}`)
+          .join('|')}`,
+      }));
       client.send({ type: 'configure', stream: false });
       client.send({ type: 'text_input', text: 'And tomorrow?' });
       const answer = (await client.until('llm_response')).pop();
@@ -289,7 +296,10 @@ describe('LLM gateway: live turns', () => {
     it('never speaks reasoning_content, thinking blocks or leaked tool-call markup, nor keeps them in the history', async () => {
       const client = await stack.connect();
       client.send({ type: 'configure', stream: true, enable_context: true });
-      stack.llm.reply({ reasoning: 'The user wants the weather; it is sunny.', text: '<think>more thoughts</think>It is sunny.<tool_call>{"name":"x"}</tool_call> Enjoy!' });
+      stack.llm.reply({
+        reasoning: 'The user wants the weather; it is sunny.',
+        text: '<think>more thoughts</think>It is sunny.<tool_call>{"name":"x"}</tool_call> Enjoy!',
+      });
       client.send({ type: 'text_input', text: 'Weather?' });
       const frames = await client.until('status', 'idle');
       expect(frames.filter((frame) => frame.type === 'llm_response').map((frame) => frame.content)).toEqual(['It is sunny.', ' Enjoy!', 'It is sunny. Enjoy!']);

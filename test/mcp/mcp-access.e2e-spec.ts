@@ -18,7 +18,6 @@ const INITIALIZE = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
 
-
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const plain = (token?: string) => ({ protocols: ['mcp'], headers: token ? bearer(token) : {} });
 
@@ -75,7 +74,14 @@ describe('MCP auth and errors on every route', () => {
         ['a JSON array', '[1, 2]', null, -32600, 'Invalid Request', /not a JSON-RPC 2\.0/],
         ['a request whose method is not a string', { jsonrpc: '2.0', id: 7, method: 5 }, 7, -32600, 'Invalid Request', /not a JSON-RPC 2\.0/],
         ['an envelope, which plain MCP does not speak', { type: 'auth', token: TOKEN }, null, -32600, 'Invalid Request', /not a JSON-RPC 2\.0/],
-        ['a message over the size limit', { jsonrpc: '2.0', id: 8, method: 'ping', params: { pad: 'x'.repeat(3000) } }, null, -32600, 'Invalid Request', /over the 2048-byte limit/],
+        [
+          'a message over the size limit',
+          { jsonrpc: '2.0', id: 8, method: 'ping', params: { pad: 'x'.repeat(3000) } },
+          null,
+          -32600,
+          'Invalid Request',
+          /over the 2048-byte limit/,
+        ],
       ])('%s', async (_name, frame, id, code, message, data) => {
         socket.send(frame);
         expect(await socket.next()).toEqual({ jsonrpc: '2.0', id, error: { code, message, data: expect.stringMatching(data) } });
@@ -107,7 +113,13 @@ describe('MCP auth and errors on every route', () => {
       ['a body over the size limit', { body: { ...INITIALIZE, pad: 'x'.repeat(3000) } }, 413, -32600, /over the 2048-byte limit/],
       ['a POST without session that is not initialize', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } }, 400, -32000, /no Mcp-Session-Id/],
       ['a GET without session', { method: 'GET' }, 400, -32000, /no Mcp-Session-Id/],
-      ['an unknown session', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: { 'Mcp-Session-Id': 'no-such-session' } }, 404, -32001, /Session not found/],
+      [
+        'an unknown session',
+        { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: { 'Mcp-Session-Id': 'no-such-session' } },
+        404,
+        -32001,
+        /Session not found/,
+      ],
       ['a method Streamable HTTP does not use', { method: 'PUT', body: INITIALIZE }, 405, -32000, /Method not allowed/],
     ])('answers %s with %d and a JSON-RPC error', async (_name, init, status, code, message) => {
       const response = await mcpHttp(gateway, { ...init, headers: { ...bearer(TOKEN), ...(init as { headers?: Record<string, string> }).headers } });
@@ -218,7 +230,10 @@ describe('the gateway process and MCP', () => {
       const tokens = [...main.output().matchAll(/generated for this run: (\S+?)"/g)].map((match) => match[1]);
       expect(tokens).toHaveLength(1);
       expect(tokens[0]).toMatch(/^[A-Za-z0-9_-]{32}$/);
-      const line = main.output().split('\n').find((text) => text.includes('generated for this run'))!;
+      const line = main
+        .output()
+        .split('\n')
+        .find((text) => text.includes('generated for this run'))!;
       expect(JSON.parse(line)).toMatchObject({ level: 'warn', context: 'MCP' });
       expect(main.output()).toContain(`MCP over WebSocket also on ws://127.0.0.1:${dedicatedPort}/`);
 
@@ -236,7 +251,7 @@ describe('the gateway process and MCP', () => {
     await listenOn(dedicatedPort);
   }, 30000);
 
-  it('refuses to start with the spec\'s placeholder token unless it is allowed', async () => {
+  it("refuses to start with the spec's placeholder token unless it is allowed", async () => {
     const refused = startMain({ MCP_WS_AUTH_TOKEN: 'ChangeMe!' });
     expect(await refused.exited).toBe(1);
     expect(refused.output()).toMatch(/Invalid configuration/);

@@ -20,7 +20,7 @@ const recent = () => expect.any(Number);
 /** MCP WebSocket connections `gateway` still holds. */
 const openMcpConnections = (gateway: RunningGateway) => gateway.app.get(ConnectionRegistry).count('mcp');
 
-describe('MCP over WebSocket, the spec\'s envelope', () => {
+describe("MCP over WebSocket, the spec's envelope", () => {
   let gateway: RunningGateway;
 
   beforeAll(async () => {
@@ -124,7 +124,7 @@ describe('MCP over WebSocket, the spec\'s envelope', () => {
     });
 
     it('releases the session when the connection ends', async () => {
-        const client = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
+      const client = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
       expect(openMcpConnections(gateway)).toBeGreaterThan(0);
       await client.close();
       for (let waited = 0; openMcpConnections(gateway) > 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -182,7 +182,11 @@ describe('MCP over WebSocket, the spec\'s envelope', () => {
     afterEach(() => socket.close());
 
     const stillUsable = async () => {
-      socket.send({ type: 'message', sessionId, payload: { jsonrpc: '2.0', id: 'check', method: 'tools/call', params: { name: 'calculator', arguments: { a: 20, b: 22 } } } });
+      socket.send({
+        type: 'message',
+        sessionId,
+        payload: { jsonrpc: '2.0', id: 'check', method: 'tools/call', params: { name: 'calculator', arguments: { a: 20, b: 22 } } },
+      });
       expect(await socket.next()).toMatchObject({ type: 'message', payload: { id: 'check', result: { content: [{ text: '42' }] } } });
     };
 
@@ -195,7 +199,13 @@ describe('MCP over WebSocket, the spec\'s envelope', () => {
       ['a ping from the client', -32600, { type: 'ping' }, 'Invalid Request', /unknown envelope type "ping"/],
       ['a message without payload', -32600, { type: 'message' }, 'Invalid Request', /payload must be a JSON-RPC 2\.0 message object/],
       ['a payload that is an array', -32600, { type: 'message', payload: [1] }, 'Invalid Request', /payload must be a JSON-RPC 2\.0 message object/],
-      ['a payload that is not JSON-RPC', -32600, { type: 'message', payload: { method: 'tools/list' } }, 'Invalid Request', /payload is not a JSON-RPC 2\.0 request/],
+      [
+        'a payload that is not JSON-RPC',
+        -32600,
+        { type: 'message', payload: { method: 'tools/list' } },
+        'Invalid Request',
+        /payload is not a JSON-RPC 2\.0 request/,
+      ],
       ['a timestamp that is not a number', -32600, { type: 'pong', timestamp: 'now' }, 'Invalid Request', /timestamp must be a number/],
       ['a sessionId that is not a string', -32600, { type: 'pong', sessionId: 5 }, 'Invalid Request', /sessionId must be a string/],
     ])('%s -> error %d', async (_name, code, frame, message, data) => {
@@ -312,12 +322,14 @@ describe('MCP over WebSocket, connections and shutdown', () => {
       const first = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
       const late = await TestSocket.open(gateway.ws('/mcp'));
       late.send({ type: 'auth', token: TOKEN });
-      expect(await late.next()).toMatchObject({ type: 'auth', status: 'failed', error: { message: expect.stringMatching(/at most 1 \(MCP_WS_MAX_CONNECTIONS\)/) } });
+      expect(await late.next()).toMatchObject({
+        type: 'auth',
+        status: 'failed',
+        error: { message: expect.stringMatching(/at most 1 \(MCP_WS_MAX_CONNECTIONS\)/) },
+      });
       expect(await late.closed).toEqual({ code: 1013, reason: 'Too many connections' });
       await stranger.close();
-      await expect(
-        TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] }),
-      ).rejects.toMatchObject({ status: 429 });
+      await expect(TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] })).rejects.toMatchObject({ status: 429 });
       await first.close();
       const next = await EnvelopeClient.connect(gateway.ws('/mcp'), TOKEN);
       await next.close();
@@ -347,7 +359,10 @@ describe('MCP over WebSocket, the dedicated listener (MCP_WS_HOST:MCP_WS_PORT)',
   });
   afterAll(() => gateway.close());
 
-  it.each([['/', `ws://127.0.0.1:PORT`], ['/mcp', `ws://127.0.0.1:PORT/mcp`]])('serves the envelope at %s', async (_path, url) => {
+  it.each([
+    ['/', `ws://127.0.0.1:PORT`],
+    ['/mcp', `ws://127.0.0.1:PORT/mcp`],
+  ])('serves the envelope at %s', async (_path, url) => {
     const client = await EnvelopeClient.connect(url.replace('PORT', String(port)), TOKEN);
     await client.initialize();
     expect((await client.request('tools/call', { name: 'calculator', arguments: { a: 6, b: 7, operation: 'multiply' } })).content).toEqual([

@@ -86,8 +86,11 @@ describe('caps on MCP Streamable HTTP sessions, two instances sharing Redis', ()
 
   const settings = (more: EnvironmentInput): EnvironmentInput => ({ REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix, AUTH_TOKENS: 'alice,bob', ...more });
 
-  it('counts a token\'s sessions on every instance; DELETE on either frees a place', async () => {
-    const [a, b] = await Promise.all([startGateway(settings({ MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: 2 })), startGateway(settings({ MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: 2 }))]);
+  it("counts a token's sessions on every instance; DELETE on either frees a place", async () => {
+    const [a, b] = await Promise.all([
+      startGateway(settings({ MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: 2 })),
+      startGateway(settings({ MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: 2 })),
+    ]);
     try {
       const onA = await initializeOn(a, 'alice');
       expect(onA.status).toBe(200);
@@ -103,7 +106,7 @@ describe('caps on MCP Streamable HTTP sessions, two instances sharing Redis', ()
     }
   });
 
-  it('frees an expired session\'s place on every instance', async () => {
+  it("frees an expired session's place on every instance", async () => {
     const short = settings({ MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: 1, CLOUD_SESSION_TIMEOUT: 0.5, AUTH_TOKENS: 'carol' });
     const [a, b] = await Promise.all([startGateway(short), startGateway(short)]);
     try {

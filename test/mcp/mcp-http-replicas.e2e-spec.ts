@@ -66,7 +66,11 @@ describe('MCP Streamable HTTP sessions on any replica sharing Redis', () => {
     expect(record).toMatchObject({
       sessionId,
       principal: expect.stringMatching(/^token:/),
-      initialize: { protocolVersion: expect.any(String), capabilities: { roots: { listChanged: true } }, clientInfo: { name: 'replica-e2e', version: '1.0.0' } },
+      initialize: {
+        protocolVersion: expect.any(String),
+        capabilities: { roots: { listChanged: true } },
+        clientInfo: { name: 'replica-e2e', version: '1.0.0' },
+      },
     });
 
     route.to(b);
@@ -77,7 +81,7 @@ describe('MCP Streamable HTTP sessions on any replica sharing Redis', () => {
     await mcp.close();
   });
 
-  it('refreshes the record\'s expiry and last use on every request', async () => {
+  it("refreshes the record's expiry and last use on every request", async () => {
     const started = await initializeOn(a, 'alice');
     const [key] = await recordKeys(redis, prefix, started.sessionId!);
     expect(await redis.pttl(key)).toBeGreaterThan(3_500_000); // CLOUD_SESSION_TIMEOUT, 3600 s
@@ -144,7 +148,9 @@ describe('MCP Streamable HTTP sessions on any replica sharing Redis', () => {
     });
     try {
       const answers = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => mcpHttp(d, { body: { ...TOOLS_LIST, id: 10 + i }, headers: { ...bearer('alice'), ...inSession(started.sessionId!) } })),
+        Array.from({ length: 8 }, (_, i) =>
+          mcpHttp(d, { body: { ...TOOLS_LIST, id: 10 + i }, headers: { ...bearer('alice'), ...inSession(started.sessionId!) } }),
+        ),
       );
       expect(answers.map((answer) => answer.status)).toEqual(Array(8).fill(200));
       expect(serversMade).toHaveBeenCalledTimes(1);

@@ -42,12 +42,28 @@ describe('the MCP Inspector CLI against Streamable HTTP at /mcp', () => {
     const run = await inspector(endpoint, '--transport', 'http', '--method', 'tools/list');
     expect(run.exitCode).toBe(0);
     const { tools } = JSON.parse(run.stdout) as { tools: { name: string; inputSchema: object }[] };
-    expect(tools.map((tool) => tool.name).sort()).toEqual(gateway.app.get(ToolRegistryService).list().map((tool) => tool.name).sort());
+    expect(tools.map((tool) => tool.name).sort()).toEqual(
+      gateway.app
+        .get(ToolRegistryService)
+        .list()
+        .map((tool) => tool.name)
+        .sort(),
+    );
     expect(tools.find((tool) => tool.name === 'calculator')?.inputSchema).toMatchObject({ required: ['a', 'b'] });
   });
 
   it('calls a tool with the arguments it was given as key=value (tools/call)', async () => {
-    const run = await inspector(endpoint, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'get_current_time', '--tool-arg', 'timezone=Asia/Tokyo');
+    const run = await inspector(
+      endpoint,
+      '--transport',
+      'http',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'get_current_time',
+      '--tool-arg',
+      'timezone=Asia/Tokyo',
+    );
     expect(run.exitCode).toBe(0);
     const result = JSON.parse(run.stdout) as { content: { type: string; text: string }[]; isError?: boolean };
     expect(result.isError).toBeFalsy();
@@ -55,7 +71,19 @@ describe('the MCP Inspector CLI against Streamable HTTP at /mcp', () => {
   });
 
   it('shows a tool that fails as an error result', async () => {
-    const run = await inspector(endpoint, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'calculator', '--tool-arg', 'a=1', 'b=0', 'operation=divide');
+    const run = await inspector(
+      endpoint,
+      '--transport',
+      'http',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'calculator',
+      '--tool-arg',
+      'a=1',
+      'b=0',
+      'operation=divide',
+    );
     expect(run.exitCode).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ content: [{ type: 'text', text: 'Division by zero' }], isError: true });
   });

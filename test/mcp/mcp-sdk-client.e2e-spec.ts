@@ -18,8 +18,7 @@ const TRANSPORTS: [string, (gateway: RunningGateway, token: string) => Transport
   ['plain WebSocket', (gateway, token) => new WebSocketClientTransport(new URL(gateway.ws(`/mcp?token=${encodeURIComponent(token)}`)))],
   [
     'Streamable HTTP',
-    (gateway, token) =>
-      new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+    (gateway, token) => new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
   ],
 ];
 
@@ -43,7 +42,7 @@ describe.each(TRANSPORTS)('the official MCP SDK client over %s', (_name, transpo
   });
   afterEach(() => client.close());
 
-  it('initializes with the gateway\'s server info', () => {
+  it("initializes with the gateway's server info", () => {
     expect(client.getServerVersion()).toEqual({ name: 'test-gateway', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: true } });
   });
@@ -99,7 +98,10 @@ describe.each(TRANSPORTS)('the official MCP SDK client over %s', (_name, transpo
     await until(() => changes === 1);
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('whoami');
     const whoami = await client.callTool({ name: 'whoami', arguments: {} });
-    expect(JSON.parse((whoami.content as { text: string }[])[0].text)).toEqual({ principal: expect.stringMatching(/^token:[0-9a-f]{16}$/), connection: 'string' });
+    expect(JSON.parse((whoami.content as { text: string }[])[0].text)).toEqual({
+      principal: expect.stringMatching(/^token:[0-9a-f]{16}$/),
+      connection: 'string',
+    });
 
     registry.unregister('whoami');
     await until(() => changes === 2);
@@ -190,7 +192,12 @@ describe('MCP sessions are released', () => {
     await until(() => sessions.size === 0);
     const after = await fetch(gateway.http('/mcp'), {
       method: 'POST',
-      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId },
+      headers: {
+        Authorization: `Bearer ${TOKEN}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'Mcp-Session-Id': sessionId,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(after.status).toBe(404);

@@ -107,7 +107,7 @@ describe('upstream MCP servers, served on every protocol', () => {
   });
   afterEach(() => mcp.close());
 
-  it('adds each upstream\'s tools under its prefix, names made valid, with their schemas', async () => {
+  it("adds each upstream's tools under its prefix, names made valid, with their schemas", async () => {
     const sum = registry.get('everything.get_sum');
     expect(sum).toMatchObject({
       source: 'mcp:everything',
@@ -229,7 +229,7 @@ describe('upstream MCP servers, served on every protocol', () => {
     await light.close();
   });
 
-  it('follows the upstream\'s tools/list_changed, and every MCP client hears of it', async () => {
+  it("follows the upstream's tools/list_changed, and every MCP client hears of it", async () => {
     await mcp.listTools();
     let notified = 0;
     mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => void (notified += 1));
@@ -246,7 +246,7 @@ describe('upstream MCP servers, served on every protocol', () => {
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).not.toContain('home.open_door');
   });
 
-  it('withdraws a killed stdio upstream\'s tools, fails its call in flight cleanly, restarts it and brings them back', async () => {
+  it("withdraws a killed stdio upstream's tools, fails its call in flight cleanly, restarts it and brings them back", async () => {
     const changes: ToolCatalogueChange[] = [];
     const subscription = registry.changes.subscribe((change) => changes.push(change));
     const before = await upstreamStatus(stack.gateway, 'everything');
@@ -269,7 +269,7 @@ describe('upstream MCP servers, served on every protocol', () => {
     expect(await mcp.callTool({ name: 'everything.echo', arguments: { message: 'back' } })).toEqual({ content: [{ type: 'text', text: 'Echo: back' }] });
   });
 
-  it('withdraws a dead HTTP upstream\'s tools with a clean error on every protocol, and takes it back when it returns', async () => {
+  it("withdraws a dead HTTP upstream's tools with a clean error on every protocol, and takes it back when it returns", async () => {
     const callInFlight = fetch(stack.gateway.http('/litemcp/home.wait'), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -282,7 +282,9 @@ describe('upstream MCP servers, served on every protocol', () => {
     expect(inFlight.status).toBe(503);
     // The upstream died before its answer began: whether the SDK sees the connection close or the request fail, it is a clean 503.
     expect(((await inFlight.json()) as any).response).toEqual({
-      content: [{ type: 'text', data: expect.stringMatching(/^MCP server "home" (went away during the call|cannot be reached: fetch failed \(UND_ERR_SOCKET\))$/) }],
+      content: [
+        { type: 'text', data: expect.stringMatching(/^MCP server "home" (went away during the call|cannot be reached: fetch failed \(UND_ERR_SOCKET\))$/) },
+      ],
       error: true,
     });
 

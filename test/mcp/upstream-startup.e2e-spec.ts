@@ -60,7 +60,11 @@ describe('upstreams that are slow, dead or old', () => {
 
   it('reports each one on /health: the error, the next attempt, and a disabled one as such', async () => {
     const missing = await upstreamIn(gateway, 'missing', 'failed');
-    expect(missing).toMatchObject({ transport: 'stdio', failures: 1, last_error: expect.stringMatching(/^could not connect: spawn no-such-mcp-server-anywhere ENOENT/) });
+    expect(missing).toMatchObject({
+      transport: 'stdio',
+      failures: 1,
+      last_error: expect.stringMatching(/^could not connect: spawn no-such-mcp-server-anywhere ENOENT/),
+    });
     expect(Date.parse(missing.next_retry_at)).toBeGreaterThan(Date.now());
     expect(await upstreamIn(gateway, 'refused', 'failed')).toMatchObject({
       transport: 'streamable-http',
@@ -91,7 +95,7 @@ describe('upstreams that are slow, dead or old', () => {
     expect(registry.get('ping')?.source).toBe('mcp:bare');
   });
 
-  it('ends a call at the server\'s own time limit, and the server stays connected', async () => {
+  it("ends a call at the server's own time limit, and the server stays connected", async () => {
     await upstreamIn(gateway, 'legacy', 'connected');
     await expect(callTool(gateway, 'legacy.hang')).resolves.toMatchObject({
       ok: false,

@@ -17,7 +17,10 @@ describe('the benchmarks, in smoke mode', () => {
   beforeAll(async () => {
     if (!existsSync(RUN_BENCH)) throw new Error(`${RUN_BENCH} is missing: run "npm run build:bench" (npm test does it first)`);
     const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 240_000, maxBuffer: 1 << 24 });
-    figures = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    figures = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
   }, 250_000);
 
   const positive = expect.any(Number);
@@ -54,7 +57,7 @@ describe('the benchmarks, in smoke mode', () => {
     }
   });
 
-  it('measures the time to the first sentence and to the whole answer at a real model\'s pace, beside the direct stream', () => {
+  it("measures the time to the first sentence and to the whole answer at a real model's pace, beside the direct stream", () => {
     const [latency] = figures.filter((figure) => figure.figure === 'llm_turn_latency');
     expect(latency).toMatchObject({
       pace: { firstTokenMs: 300, tokensPerSecond: 40 },
@@ -68,14 +71,23 @@ describe('the benchmarks, in smoke mode', () => {
 
   it('holds idle connections on the gateway and on the bare ws server, and says what each costs', () => {
     const [idle] = figures.filter((figure) => figure.figure === 'idle_connections');
-    expect(idle).toMatchObject({ connections: 200, gateway: { rss_bytes_per_connection: positive, connect_p50_ms: positive }, baseline: { rss_bytes_per_connection: positive }, ratio: { rss_per_connection: positive } });
+    expect(idle).toMatchObject({
+      connections: 200,
+      gateway: { rss_bytes_per_connection: positive, connect_p50_ms: positive },
+      baseline: { rss_bytes_per_connection: positive },
+      ratio: { rss_per_connection: positive },
+    });
   });
 
   it('calls the same MCP tool through supergateway and through the gateway with the same client', () => {
     const peer = figures.filter((figure) => figure.figure === 'peer_mcp_tools_call');
     expect(peer.map((figure) => figure.connections).sort()).toEqual([1, 50]);
     for (const figure of peer) {
-      expect(figure).toMatchObject({ gateway: throughput, peer: { name: expect.stringContaining('supergateway'), calls_per_s: positive }, ratio: { calls_per_s: positive } });
+      expect(figure).toMatchObject({
+        gateway: throughput,
+        peer: { name: expect.stringContaining('supergateway'), calls_per_s: positive },
+        ratio: { calls_per_s: positive },
+      });
       expect(figure.peer.calls_per_s).toBeGreaterThan(0);
     }
   });
@@ -91,6 +103,12 @@ describe('the benchmarks, in smoke mode', () => {
       end_to_end_cpu_overhead: expect.any(Number),
     });
     const [cost] = figures.filter((figure) => figure.figure === 'tokens_file_check_cost');
-    expect(cost).toMatchObject({ full_access_ns: positive, named_token_ns: positive, checks_ns: expect.any(Number), share_of_tool_call: expect.any(Number), target: { max_share: 0.05 } });
+    expect(cost).toMatchObject({
+      full_access_ns: positive,
+      named_token_ns: positive,
+      checks_ns: expect.any(Number),
+      share_of_tool_call: expect.any(Number),
+      target: { max_share: 0.05 },
+    });
   });
 });

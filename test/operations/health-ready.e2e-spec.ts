@@ -82,7 +82,7 @@ describe('liveness and readiness', () => {
       await until(async () => (await get(gateway, '/health/ready')).status === 200, 6_000, '/health/ready to answer 200 again');
     });
 
-    it('answers liveness with terminus\' report', async () => {
+    it("answers liveness with terminus' report", async () => {
       expect(await get(stack.gateway, '/health/live')).toEqual({ status: 200, body: { status: 'ok', info: {}, error: {}, details: {} } });
     });
   });

@@ -15,7 +15,12 @@ interface PackedFile {
 
 /** npm, bounded in time, without asking the registry about updates. */
 async function npm(cwd: string, args: string[], timeoutMs = 60_000): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+  const { stdout } = await run('npm', args, {
+    cwd,
+    timeout: timeoutMs,
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
   return stdout;
 }
 
@@ -54,7 +59,9 @@ describe('the packages as npm packs them', () => {
     );
     expect(files.filter((file) => /^(src|test|bench|clients|deploy|docs)\//.test(file) || /\.spec\.|\.e2e-spec\.|tsbuildinfo/.test(file))).toEqual([]);
     // of the SDK, only what the console serves and what tells Node and people what it is
-    expect(files.filter((file) => file.startsWith('packages/') && !/^packages\/client-sdk\/(dist\/|package\.json$|README\.md$|LICENSE$)/.test(file))).toEqual([]);
+    expect(files.filter((file) => file.startsWith('packages/') && !/^packages\/client-sdk\/(dist\/|package\.json$|README\.md$|LICENSE$)/.test(file))).toEqual(
+      [],
+    );
   });
 
   it('the SDK: ESM and CommonJS builds with their types, README and LICENSE; no sources or tests', async () => {
@@ -91,9 +98,18 @@ describe('the packages as npm packs them', () => {
     expect(readFileSync(join(SDK_DIR, 'LICENSE'), 'utf8')).toBe(license);
   });
 
-  it("the gateway shares Nest with the app that embeds it (peers), and builds dist when installed from git or a path", () => {
+  it('the gateway shares Nest with the app that embeds it (peers), and builds dist when installed from git or a path', () => {
     const root = manifest(PROJECT_ROOT);
-    for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/config', '@nestjs/websockets', '@nestjs/platform-ws', '@nestjs/platform-express', 'reflect-metadata', 'rxjs']) {
+    for (const name of [
+      '@nestjs/common',
+      '@nestjs/core',
+      '@nestjs/config',
+      '@nestjs/websockets',
+      '@nestjs/platform-ws',
+      '@nestjs/platform-express',
+      'reflect-metadata',
+      'rxjs',
+    ]) {
       expect(root.peerDependencies[name]).toMatch(/^\^/);
       expect(root.dependencies[name]).toBeUndefined();
       expect(root.devDependencies[name]).toBeDefined();
@@ -128,7 +144,11 @@ describe('the packages as npm packs them', () => {
     it('loads with require() and with import(), the same API both ways', async () => {
       const names = 'Object.keys(sdk).filter((name) => name !== "default").sort().join(",")';
       const required = await node(['-e', `const sdk = require("voice-tool-gateway-client"); console.log(typeof sdk.LlmGatewayClient, ${names})`]);
-      const imported = await node(['--input-type=module', '-e', `const sdk = await import("voice-tool-gateway-client"); console.log(typeof sdk.LlmGatewayClient, ${names})`]);
+      const imported = await node([
+        '--input-type=module',
+        '-e',
+        `const sdk = await import("voice-tool-gateway-client"); console.log(typeof sdk.LlmGatewayClient, ${names})`,
+      ]);
       expect(required).toMatch(/^function .*LlmGatewayClient/);
       expect(imported).toBe(required);
       expect(await node(['-e', 'console.log(typeof require("voice-tool-gateway-client/protocol"))'])).toBe('object');
@@ -141,8 +161,8 @@ describe('the packages as npm packs them', () => {
         "const client = new LlmGatewayClient({ url: 'ws://127.0.0.1:9400' });",
         'const roundTrip: Promise<number> = client.ping();',
         'const frame: LlmServerFrame | undefined = undefined;',
-        "// @ts-expect-error: the options are typed, so a wrong one is an error",
-        "new LlmGatewayClient({ url: 1 });",
+        '// @ts-expect-error: the options are typed, so a wrong one is an error',
+        'new LlmGatewayClient({ url: 1 });',
         'export { client, roundTrip, frame, LlmGatewayError };',
         '',
       ].join('\n');
@@ -150,10 +170,28 @@ describe('the packages as npm packs them', () => {
       writeFileSync(join(project, 'use.mts'), use);
       const tsc = join(project, 'node_modules', 'typescript', 'bin', 'tsc');
       await expect(
-        run(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', 'use.cts', 'use.mts'], {
-          cwd: project,
-          timeout: 60_000,
-        }),
+        run(
+          process.execPath,
+          [
+            tsc,
+            '--noEmit',
+            '--strict',
+            '--module',
+            'nodenext',
+            '--moduleResolution',
+            'nodenext',
+            '--target',
+            'es2022',
+            '--types',
+            'node',
+            'use.cts',
+            'use.mts',
+          ],
+          {
+            cwd: project,
+            timeout: 60_000,
+          },
+        ),
       ).resolves.toBeDefined();
     }, 70_000);
   });

@@ -16,9 +16,7 @@ describe('the gateway process', () => {
 
     const lines = main.output().trim().split('\n');
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
-    expect(lines.map((line) => JSON.parse(line).message)).toEqual(
-      expect.arrayContaining(['SIGTERM received: closing connections', 'Stopped']),
-    );
+    expect(lines.map((line) => JSON.parse(line).message)).toEqual(expect.arrayContaining(['SIGTERM received: closing connections', 'Stopped']));
   }, 30000);
 
   it('stops on SIGINT too, and logs as text when asked', async () => {

@@ -33,14 +33,24 @@ describe('RedisSessionStore, against a real Redis', () => {
   it('stores a session and reads it back with its types', async () => {
     await store.create(session('s1'));
     await store.updateSettings(ref('s1'), { language: 'en', enableContext: true });
-    await store.appendHistory(ref('s1'), [{ role: 'user', content: '你好' }, { role: 'assistant', content: 'hi' }], 10);
+    await store.appendHistory(
+      ref('s1'),
+      [
+        { role: 'user', content: '你好' },
+        { role: 'assistant', content: 'hi' },
+      ],
+      10,
+    );
     expect(await store.get('s1')).toEqual({
       id: 's1',
       owner: 'alice',
       createdAt: 1000,
       lastActiveAt: expect.any(Number),
       settings: { temperature: 0.7, maxTokens: 2048, enableContext: true, language: 'en' },
-      history: [{ role: 'user', content: '你好' }, { role: 'assistant', content: 'hi' }],
+      history: [
+        { role: 'user', content: '你好' },
+        { role: 'assistant', content: 'hi' },
+      ],
     });
     expect(await store.get('missing')).toBeUndefined();
   });
@@ -50,7 +60,7 @@ describe('RedisSessionStore, against a real Redis', () => {
     await expect(store.create(session('dup'))).rejects.toThrow(/already exists/);
   });
 
-  it('expires all of a session\'s keys together after the timeout, and each write restarts it', async () => {
+  it("expires all of a session's keys together after the timeout, and each write restarts it", async () => {
     await store.create(session('ttl'));
     await store.appendHistory(ref('ttl'), [{ role: 'user', content: 'x' }], 10);
     const keys = await redis.keys(`${prefix}session:{ttl}*`);

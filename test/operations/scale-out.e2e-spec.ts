@@ -39,13 +39,13 @@ describe('many instances sharing Redis', () => {
     try {
       const onA = await alice(a);
       onA.send({ type: 'configure', enable_context: true, language: 'fr' });
-      expect((await say(onA, 'Je m\'appelle Marie')).content).toBe('You said: Je m\'appelle Marie');
+      expect((await say(onA, "Je m'appelle Marie")).content).toBe("You said: Je m'appelle Marie");
 
       const onB = await alice(b);
       expect(await resume(onB, onA.sessionId)).toMatchObject({ status: 'connected', data: { session_id: onA.sessionId } });
-      await say(onB, 'Comment je m\'appelle ?');
+      await say(onB, "Comment je m'appelle ?");
       const [request] = b.llm.requests;
-      expect(dialogue(request)).toEqual(['user:Je m\'appelle Marie', 'assistant:You said: Je m\'appelle Marie', 'user:Comment je m\'appelle ?']);
+      expect(dialogue(request)).toEqual(["user:Je m'appelle Marie", "assistant:You said: Je m'appelle Marie", "user:Comment je m'appelle ?"]);
       expect(request.messages[0].content).toContain('Always answer in French');
 
       const notice = await onA.next();

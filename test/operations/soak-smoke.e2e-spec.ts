@@ -23,8 +23,15 @@ describe('the soak, in smoke mode', () => {
   beforeAll(async () => {
     if (!existsSync(RUN_SOAK)) throw new Error(`${RUN_SOAK} is missing: run "npm run build:bench" (npm test does it first)`);
     out = await mkdtemp(join(tmpdir(), 'soak-smoke-'));
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', RUN_SOAK, '--smoke', `--out=${out}`], { cwd: PROJECT_ROOT, timeout: 90_000, maxBuffer: 1 << 24 });
-    printed = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', RUN_SOAK, '--smoke', `--out=${out}`], {
+      cwd: PROJECT_ROOT,
+      timeout: 90_000,
+      maxBuffer: 1 << 24,
+    });
+    printed = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     written = JSON.parse(await readFile(join(out, 'soak.json'), 'utf8'));
     table = await readFile(join(out, 'soak.md'), 'utf8');
   }, 100_000);
@@ -61,10 +68,16 @@ describe('the soak, in smoke mode', () => {
 
   it('closes the client that stops reading with 1008, and says what memory it cost', () => {
     const [, , , slowReader] = printed;
-    expect(slowReader).toMatchObject({ readers: 1, closed_1008: 1, requests_sent: positive, peak_rss_growth_mb: expect.any(Number), bound_bytes_per_reader: 4_194_304 });
+    expect(slowReader).toMatchObject({
+      readers: 1,
+      closed_1008: 1,
+      requests_sent: positive,
+      peak_rss_growth_mb: expect.any(Number),
+      bound_bytes_per_reader: 4_194_304,
+    });
   });
 
-  it('times another client\'s pings with the catastrophic pattern and without it', () => {
+  it("times another client's pings with the catastrophic pattern and without it", () => {
     const [, , , , pattern] = printed;
     expect(pattern).toMatchObject({
       pattern: '^(a+)+$',

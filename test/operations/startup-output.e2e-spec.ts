@@ -28,7 +28,12 @@ async function waitFor(condition: () => boolean, what: () => string, timeoutMs =
   }
 }
 
-const records = (text: string) => text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const records = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 const TOKEN_LINE = /generated for this run: ([A-Za-z0-9_-]{32})/;
 
 /** An MCP `initialize` over Streamable HTTP: 200 with a token MCP accepts, 401/403 otherwise. */
@@ -125,11 +130,11 @@ describe('the gateway at start-up', () => {
     }
   }, 30_000);
 
-  it("refuses to start when that file cannot be written, saying why", async () => {
+  it('refuses to start when that file cannot be written, saying why', async () => {
     const main = startWatched({ ...noTokens, MCP_WS_AUTH_TOKEN_FILE: '/nonexistent-folder/mcp-token' });
     expect(await main.exited).toBe(1);
     expect(main.stderr()).toContain(
-      "Gateway failed to start: Cannot write the generated MCP token to /nonexistent-folder/mcp-token (MCP_WS_AUTH_TOKEN_FILE): ENOENT",
+      'Gateway failed to start: Cannot write the generated MCP token to /nonexistent-folder/mcp-token (MCP_WS_AUTH_TOKEN_FILE): ENOENT',
     );
   }, 30_000);
 

@@ -84,7 +84,15 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
   let gateway: TracedGateway;
   /** The `_meta` of every call the upstream received. */
   const upstreamMeta: (Record<string, unknown> | undefined)[] = [];
-  const clients = { turn: clientSpan(), mcpHttp: clientSpan(), mcpMeta: clientSpan(), liteHttp: clientSpan(), liteWs: clientSpan(), utcp: clientSpan(), utcpHttp: clientSpan() };
+  const clients = {
+    turn: clientSpan(),
+    mcpHttp: clientSpan(),
+    mcpMeta: clientSpan(),
+    liteHttp: clientSpan(),
+    liteWs: clientSpan(),
+    utcp: clientSpan(),
+    utcpHttp: clientSpan(),
+  };
   let exitCode: number | null;
 
   const url = (path: string, scheme = 'http') => `${scheme}://127.0.0.1:${gateway.port}${path}`;
@@ -109,10 +117,14 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
       MCP_WS_AUTH_TOKEN: MCP_TOKEN,
       MCP_WS_MAX_CONNECTIONS: '10',
     });
-    await until(async () => {
-      const health: any = await (await fetch(url('/health'))).json();
-      return health.details.mcp_upstreams?.servers.home?.state === 'connected';
-    }, 20_000, 'the upstream to connect');
+    await until(
+      async () => {
+        const health: any = await (await fetch(url('/health'))).json();
+        return health.details.mcp_upstreams?.servers.home?.state === 'connected';
+      },
+      20_000,
+      'the upstream to connect',
+    );
 
     // An LLM turn whose client sent a traceparent on the upgrade: two model calls, three tool calls (one upstream, one failing).
     gateway.llm.reply(
@@ -212,7 +224,7 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
     expect(failed.status.message).toBe('Division by zero');
   });
 
-  it('carries an upstream tool call\'s own span on to the upstream in params._meta', () => {
+  it("carries an upstream tool call's own span on to the upstream in params._meta", () => {
     const call = receiver.span('execute_tool home.set_light', inTrace(clients.turn.traceId));
     expect(call.attributes).toMatchObject({ 'gateway.tool.source': 'mcp:home' });
     expect(upstreamMeta[0]).toMatchObject({ traceparent: `00-${clients.turn.traceId}-${call.spanId}-01` });

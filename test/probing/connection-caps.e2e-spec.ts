@@ -4,7 +4,11 @@ import { ConnectionRegistry } from '../../src/core/ws/connection-registry';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { TestSocket, UpgradeRefused } from '../support/test-socket';
 
-const refusalOf = (opening: Promise<TestSocket>) => opening.then(() => undefined, (error: UpgradeRefused) => error);
+const refusalOf = (opening: Promise<TestSocket>) =>
+  opening.then(
+    () => undefined,
+    (error: UpgradeRefused) => error,
+  );
 
 async function until(condition: () => boolean, ms = 3000): Promise<void> {
   const started = Date.now();
@@ -21,7 +25,11 @@ describe('connection caps', () => {
 
     it('refuses a remote address past WS_MAX_CONNECTIONS_PER_ADDRESS with 429, on every route', async () => {
       gateway = await startGateway({ WS_MAX_CONNECTIONS_PER_ADDRESS: 3 });
-      const held = [await TestSocket.open(gateway.ws('/litemcp/calculator')), await TestSocket.open(gateway.ws('/utcp')), await TestSocket.open(gateway.ws('/'))];
+      const held = [
+        await TestSocket.open(gateway.ws('/litemcp/calculator')),
+        await TestSocket.open(gateway.ws('/utcp')),
+        await TestSocket.open(gateway.ws('/')),
+      ];
       const refusal = await refusalOf(TestSocket.open(gateway.ws('/litemcp/calculator')));
       expect(refusal).toMatchObject({ status: 429, headers: expect.objectContaining({ 'retry-after': '1' }) });
       expect(JSON.parse(refusal!.body).error.message).toMatch(/Too many connections from 127\.0\.0\.1: at most 3 \(WS_MAX_CONNECTIONS_PER_ADDRESS\)/);
@@ -34,7 +42,10 @@ describe('connection caps', () => {
     it('refuses LiteMCP and UTCP past WS_MAX_CONNECTIONS_PER_PROTOCOL with 503, and everything past WS_MAX_CONNECTIONS', async () => {
       gateway = await startGateway({ WS_MAX_CONNECTIONS_PER_PROTOCOL: 2, WS_MAX_CONNECTIONS: 5 });
       const held = [await TestSocket.open(gateway.ws('/utcp')), await TestSocket.open(gateway.ws('/utcp/calculator'))];
-      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp')))).toMatchObject({ status: 503, body: expect.stringMatching(/at most 2 \(WS_MAX_CONNECTIONS_PER_PROTOCOL\)/) });
+      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp')))).toMatchObject({
+        status: 503,
+        body: expect.stringMatching(/at most 2 \(WS_MAX_CONNECTIONS_PER_PROTOCOL\)/),
+      });
       held.push(await TestSocket.open(gateway.ws('/litemcp/calculator')), await TestSocket.open(gateway.ws('/litemcp/calculator')));
       expect(await refusalOf(TestSocket.open(gateway.ws('/litemcp/calculator')))).toMatchObject({ status: 503 });
       held.push(await TestSocket.open(gateway.ws('/')));
@@ -58,10 +69,16 @@ describe('connection caps', () => {
 
     it('refuses a token past WS_MAX_CONNECTIONS_PER_PRINCIPAL, at the upgrade and at an auth frame, and not another token', async () => {
       const held = [await TestSocket.open(gateway.ws('/?token=alpha')), await TestSocket.open(gateway.ws('/litemcp/calculator?token=alpha'))];
-      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp?token=alpha')))).toMatchObject({ status: 429, body: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PRINCIPAL/) });
+      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp?token=alpha')))).toMatchObject({
+        status: 429,
+        body: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PRINCIPAL/),
+      });
       const byFrame = await TestSocket.open(gateway.ws('/utcp'));
       byFrame.send({ type: 'auth', token: 'alpha', id: 1 });
-      expect(await byFrame.next()).toMatchObject({ type: 'error', error: { code: 'FORBIDDEN', message: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PRINCIPAL/) } });
+      expect(await byFrame.next()).toMatchObject({
+        type: 'error',
+        error: { code: 'FORBIDDEN', message: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PRINCIPAL/) },
+      });
       held.push(await TestSocket.open(gateway.ws('/utcp?token=beta')));
       await Promise.all([...held, byFrame].map((socket) => socket.close()));
     });
@@ -78,7 +95,10 @@ describe('connection caps', () => {
       const third = await TestSocket.open(gateway.ws('/utcp'));
       third.send({ type: 'auth', token: 'beta', id: 2 });
       expect(await third.next()).toEqual({ type: 'auth_ok', id: 2 });
-      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp?token=beta')))).toMatchObject({ status: 503, body: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PROTOCOL/) });
+      expect(await refusalOf(TestSocket.open(gateway.ws('/utcp?token=beta')))).toMatchObject({
+        status: 503,
+        body: expect.stringMatching(/WS_MAX_CONNECTIONS_PER_PROTOCOL/),
+      });
       await Promise.all([...real, third].map((socket) => socket.close()));
     });
   });
@@ -95,7 +115,11 @@ describe('connection caps', () => {
     it('refuses a UTCP call past WS_MAX_CALLS_IN_FLIGHT as RATE_LIMITED, and takes the next once one ends', async () => {
       const client = await TestSocket.open(gateway.ws('/utcp'));
       for (const id of [1, 2, 3]) client.send({ type: 'call', id, tool: 'countdown', params: countdown });
-      expect(await client.next()).toMatchObject({ type: 'error', id: 3, error: { code: 'RATE_LIMITED', message: expect.stringMatching(/at most 2 \(WS_MAX_CALLS_IN_FLIGHT\)/) } });
+      expect(await client.next()).toMatchObject({
+        type: 'error',
+        id: 3,
+        error: { code: 'RATE_LIMITED', message: expect.stringMatching(/at most 2 \(WS_MAX_CALLS_IN_FLIGHT\)/) },
+      });
       const ended = new Set<number>();
       while (ended.size < 2) {
         const frame = await client.next();
@@ -120,10 +144,14 @@ describe('connection caps', () => {
 
     it('bounds an MCP Streamable HTTP session the same way', async () => {
       const client = new Client({ name: 'calls-in-flight', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: 'Bearer mcp-secret' } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: 'Bearer mcp-secret' } } }),
+      );
       const calls = await Promise.allSettled([1, 2, 3].map(() => client.callTool({ name: 'countdown', arguments: countdown })));
       expect(calls.filter((call) => call.status === 'fulfilled')).toHaveLength(2);
-      expect(calls.find((call) => call.status === 'rejected')).toMatchObject({ reason: { code: -32029, message: expect.stringMatching(/WS_MAX_CALLS_IN_FLIGHT/) } });
+      expect(calls.find((call) => call.status === 'rejected')).toMatchObject({
+        reason: { code: -32029, message: expect.stringMatching(/WS_MAX_CALLS_IN_FLIGHT/) },
+      });
       await client.close();
     });
   });

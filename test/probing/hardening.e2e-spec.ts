@@ -38,7 +38,9 @@ describe('hardening', () => {
       const device = await stack.connect();
       device.send({ type: 'register_tools', tools: [{ name: 'unlock', description: 'Unlocks', parameters: EVIL }] });
       expect((await device.until('tools_registered')).pop().tools).toEqual([{ name: 'unlock', status: 'registered' }]);
-      stack.llm.reply({ toolCalls: [{ name: 'unlock', arguments: { code: `${'a'.repeat(40)}!` } }] }, (request) => ({ text: JSON.stringify(toolResults(request)) }));
+      stack.llm.reply({ toolCalls: [{ name: 'unlock', arguments: { code: `${'a'.repeat(40)}!` } }] }, (request) => ({
+        text: JSON.stringify(toolResults(request)),
+      }));
       device.send({ type: 'text_input', text: 'open up' });
       const turn = device.until('llm_response');
       // On the native engine 40 characters backtrack for hours; a ping here would never come back.
@@ -65,7 +67,14 @@ describe('hardening', () => {
       const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a)\\1$' } } };
       device.send({ type: 'register_tools', tools: [{ name: 'twice', description: 'Twice', parameters: schema }] });
       const answer = (await device.until('tools_registered')).pop();
-      expect(answer.tools).toEqual([{ name: 'twice', status: 'failed', code: 'INVALID_TOOL_PARAMETERS', error: expect.stringMatching(/pattern "\^\(a\)\\\\1\$" is not supported.*backreferences/) }]);
+      expect(answer.tools).toEqual([
+        {
+          name: 'twice',
+          status: 'failed',
+          code: 'INVALID_TOOL_PARAMETERS',
+          error: expect.stringMatching(/pattern "\^\(a\)\\\\1\$" is not supported.*backreferences/),
+        },
+      ]);
       await device.close();
     });
   });
@@ -77,7 +86,11 @@ describe('hardening', () => {
       const socket = await TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: 'Bearer mcp-token' }, protocols: ['mcp'] });
       socket.send(BAD_INITIALIZE);
       const answer = await socket.next();
-      expect(answer).toEqual({ jsonrpc: '2.0', id: 9, error: { code: -32602, message: expect.stringMatching(/Invalid initialize params: protocolVersion: .*; clientInfo: /) } });
+      expect(answer).toEqual({
+        jsonrpc: '2.0',
+        id: 9,
+        error: { code: -32602, message: expect.stringMatching(/Invalid initialize params: protocolVersion: .*; clientInfo: /) },
+      });
       expect(answer.error.message).not.toContain('\n');
       // The session goes on: a right initialize is served.
       socket.send({ ...BAD_INITIALIZE, id: 10, params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
@@ -93,7 +106,11 @@ describe('hardening', () => {
       });
       expect(response.status).toBe(400);
       expect(response.headers.get('mcp-session-id')).toBeNull();
-      expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 9, error: { code: -32602, message: expect.stringMatching(/^Invalid initialize params: protocolVersion/) } });
+      expect(await response.json()).toEqual({
+        jsonrpc: '2.0',
+        id: 9,
+        error: { code: -32602, message: expect.stringMatching(/^Invalid initialize params: protocolVersion/) },
+      });
     });
   });
 
@@ -108,7 +125,7 @@ describe('hardening', () => {
     }
   });
 
-  it("answers a 500 KB text_input without stalling, and keeps those words out of the log but for a bounded part", async () => {
+  it('answers a 500 KB text_input without stalling, and keeps those words out of the log but for a bounded part', async () => {
     const chatty = await startLlmStack({ CLOUD_LOG_LEVEL: 'DEBUG', AUDIT_LOG_ARGUMENTS: 'true', MCP_WS_AUTH_TOKEN: 't' });
     const lines: string[] = [];
     const capture = (chunk: unknown) => (lines.push(String(chunk)), true);

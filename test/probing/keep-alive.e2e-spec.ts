@@ -53,7 +53,7 @@ describe('keep-alive on every WebSocket route', () => {
     expect(await silent.closed).toMatchObject({ code: 1006 });
   });
 
-  it('tells a silent MCP envelope client it timed out, the spec\'s way', async () => {
+  it("tells a silent MCP envelope client it timed out, the spec's way", async () => {
     const silent = await TestSocket.open(gateway.ws('/mcp'));
     silent.send({ type: 'auth', token: TOKEN });
     expect(await silent.next()).toMatchObject({ type: 'auth', status: 'authenticated' });

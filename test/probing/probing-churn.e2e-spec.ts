@@ -10,7 +10,11 @@ import { TestSocket } from '../support/test-socket';
 const MCP_TOKEN = 'churn-mcp-token';
 const COUNTDOWN = { seconds: 60, interval: 30 };
 
-const DEVICE_TOOL = { name: 'get_battery', description: 'Battery level in percent', parameters: { type: 'object', properties: { unit: { type: 'string', enum: ['percent'] } } } };
+const DEVICE_TOOL = {
+  name: 'get_battery',
+  description: 'Battery level in percent',
+  parameters: { type: 'object', properties: { unit: { type: 'string', enum: ['percent'] } } },
+};
 const WARM_UP_CYCLES = 300;
 const MEASURED_CYCLES = 600;
 const CENSUS_CYCLES = 100;
@@ -26,7 +30,14 @@ describe('probing: connect/disconnect churn with device tool calls pending', () 
   let stack: LlmStack;
 
   beforeAll(async () => {
-    stack = await startLlmStack({ CLIENT_TOOL_TIMEOUT: 30, WS_MAX_CONNECTIONS_PER_ADDRESS: 0, CLOUD_SESSION_TIMEOUT: 3, CLOUD_SESSION_CLEANUP_INTERVAL: 0.5, MCP_WS_AUTH_TOKEN: MCP_TOKEN, MCP_WS_MAX_CONNECTIONS: 20 });
+    stack = await startLlmStack({
+      CLIENT_TOOL_TIMEOUT: 30,
+      WS_MAX_CONNECTIONS_PER_ADDRESS: 0,
+      CLOUD_SESSION_TIMEOUT: 3,
+      CLOUD_SESSION_CLEANUP_INTERVAL: 0.5,
+      MCP_WS_AUTH_TOKEN: MCP_TOKEN,
+      MCP_WS_MAX_CONNECTIONS: 20,
+    });
   });
   afterAll(() => stack.close());
 

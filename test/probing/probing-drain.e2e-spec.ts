@@ -153,7 +153,9 @@ const started: MainProcess[] = [];
 /** What each protocol got, by its name, a failure as its message: one diff shows every protocol. */
 async function byProtocol(results: (Promise<unknown> | undefined)[]): Promise<Record<string, unknown>> {
   const settled = await Promise.allSettled(results);
-  return Object.fromEntries(settled.map((result, index) => [CALLERS[index].name, result.status === 'fulfilled' ? result.value : { failed: String(result.reason) }]));
+  return Object.fromEntries(
+    settled.map((result, index) => [CALLERS[index].name, result.status === 'fulfilled' ? result.value : { failed: String(result.reason) }]),
+  );
 }
 
 const expected = (what: (caller: Caller) => unknown): Record<string, unknown> => Object.fromEntries(CALLERS.map((caller) => [caller.name, what(caller)]));

@@ -39,7 +39,10 @@ describe('probing: floods of frames on every protocol', () => {
     expect((await read(client, 5_000)).every((frame) => frame.type === 'pong')).toBe(true);
 
     stack.llm.reply(...Array(40).fill({ text: 'Fine.', delayMs: 20 }));
-    flood(client, Array.from({ length: 40 }, (_, index) => ({ type: 'text_input', text: `turn ${index}`, turn_id: `t${index}` })));
+    flood(
+      client,
+      Array.from({ length: 40 }, (_, index) => ({ type: 'text_input', text: `turn ${index}`, turn_id: `t${index}` })),
+    );
     const frames: any[] = [];
     // One running and eight waiting are answered (processing, answer, idle each); the other 31 are refused at once.
     while (frames.filter((frame) => frame.type === 'status' && frame.status === 'idle').length < 9) frames.push(await client.next(10_000));
@@ -55,7 +58,10 @@ describe('probing: floods of frames on every protocol', () => {
 
   it('LiteMCP: 5,000 calls are answered, each under its own id, in order', async () => {
     const socket = await TestSocket.open(stack.gateway.ws('/litemcp/calculator'));
-    flood(socket, Array.from({ length: 5_000 }, (_, id) => ({ version: [1, 0, 0], id, type: 'call', data: { tool: 'calculator', arguments: [String(id), '1'] } })));
+    flood(
+      socket,
+      Array.from({ length: 5_000 }, (_, id) => ({ version: [1, 0, 0], id, type: 'call', data: { tool: 'calculator', arguments: [String(id), '1'] } })),
+    );
     const answers = await read(socket, 5_000);
     expect(answers.map((answer) => answer.id)).toEqual(Array.from({ length: 5_000 }, (_, id) => id));
     expect(answers.every((answer, id) => answer.data.response.content[0].data === String(id + 1))).toBe(true);
@@ -64,7 +70,10 @@ describe('probing: floods of frames on every protocol', () => {
 
   it('UTCP /utcp: 5,000 calls are answered, each under its own id', async () => {
     const socket = await TestSocket.open(stack.gateway.ws('/utcp'));
-    flood(socket, Array.from({ length: 5_000 }, (_, id) => ({ type: 'call', id, tool: 'calculator', params: { a: id, b: 1 } })));
+    flood(
+      socket,
+      Array.from({ length: 5_000 }, (_, id) => ({ type: 'call', id, tool: 'calculator', params: { a: id, b: 1 } })),
+    );
     const answers = await read(socket, 5_000);
     expect(answers.every((answer) => answer.type === 'result' && answer.result === answer.id + 1)).toBe(true);
     expect(new Set(answers.map((answer) => answer.id)).size).toBe(5_000);
@@ -73,7 +82,10 @@ describe('probing: floods of frames on every protocol', () => {
 
   it('UTCP /utcp/calculator: 5,000 calls, which carry no id, are answered in the order they came', async () => {
     const socket = await TestSocket.open(stack.gateway.ws('/utcp/calculator'));
-    flood(socket, Array.from({ length: 5_000 }, (_, index) => ({ a: index, b: 1 })));
+    flood(
+      socket,
+      Array.from({ length: 5_000 }, (_, index) => ({ a: index, b: 1 })),
+    );
     expect(await read(socket, 5_000)).toEqual(Array.from({ length: 5_000 }, (_, index) => index + 1));
     await socket.close();
   });
@@ -83,7 +95,10 @@ describe('probing: floods of frames on every protocol', () => {
     const [connection] = stack.gateway.app.get(ConnectionRegistry).list('utcp');
     // 200 calls of 20 ms carrying 100 KB each: 20 MB that the gateway must not take in at once.
     const padding = 'p'.repeat(100_000);
-    flood(socket, Array.from({ length: 200 }, (_, index) => ({ ms: 20, padding, index })));
+    flood(
+      socket,
+      Array.from({ length: 200 }, (_, index) => ({ ms: 20, padding, index })),
+    );
     let mostWaiting = 0;
     const answers: any[] = [];
     while (answers.length < 200) {
@@ -98,7 +113,10 @@ describe('probing: floods of frames on every protocol', () => {
 
   it('MCP plain: 3,000 requests are answered, each under its own id', async () => {
     const socket = await TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] });
-    flood(socket, Array.from({ length: 3_000 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'calculator', arguments: { a: id, b: 1 } } })));
+    flood(
+      socket,
+      Array.from({ length: 3_000 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'calculator', arguments: { a: id, b: 1 } } })),
+    );
     const answers = await read(socket, 3_000);
     expect(answers.every((answer) => answer.result?.content?.[0]?.text === String(answer.id + 1))).toBe(true);
     expect(new Set(answers.map((answer) => answer.id)).size).toBe(3_000);

@@ -46,7 +46,11 @@ describe('probing: JSON-RPC ids that cannot be represented', () => {
     const { sessionId } = await socket.next();
     for (const id of UNREPRESENTABLE_IDS) {
       socket.send(`{"type":"message","sessionId":"${sessionId}","payload":${request(id)}}`);
-      expect(await socket.next()).toMatchObject({ type: 'error', sessionId, error: { code: -32600, message: 'Invalid Request', data: expect.stringMatching(WHY) } });
+      expect(await socket.next()).toMatchObject({
+        type: 'error',
+        sessionId,
+        error: { code: -32600, message: 'Invalid Request', data: expect.stringMatching(WHY) },
+      });
       socket.send({ type: 'message', sessionId, payload: { jsonrpc: '2.0', id: 7, method: 'ping' } });
       expect(await socket.next()).toMatchObject({ type: 'message', payload: { jsonrpc: '2.0', id: 7, result: {} } });
     }

@@ -20,7 +20,11 @@ describe('probing: LLM gateway frames', () => {
   it('refuses configure {temperature: null, max_tokens: null}, and the model never sees a null', async () => {
     const client = await stack.connect();
     client.send({ type: 'configure', temperature: null, max_tokens: null });
-    expect(await client.next()).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE', message: 'temperature must be a number; max_tokens must be an integer' });
+    expect(await client.next()).toMatchObject({
+      type: 'error',
+      code: 'INVALID_MESSAGE',
+      message: 'temperature must be a number; max_tokens must be an integer',
+    });
     client.send({ type: 'text_input', text: 'hello' });
     expect((await client.until('llm_response')).pop()).toMatchObject({ content: 'You said: hello' });
     expect(stack.llm.requests).toHaveLength(1);

@@ -116,7 +116,12 @@ describe('probing: malformed bodies on the HTTP routes, and the per-tool UTCP ro
       const response = await fetch(stack.gateway.http('/mcp'), {
         method: 'POST',
         headers,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
+        }),
       });
       expect(response.status).toBe(200);
       headers = { ...headers, 'Mcp-Session-Id': response.headers.get('mcp-session-id')!, 'Mcp-Protocol-Version': '2025-06-18' };
@@ -133,7 +138,10 @@ describe('probing: malformed bodies on the HTTP routes, and the per-tool UTCP ro
 
     it('answers a request or a response nested 10,000 deep with 400 and -32600, not a stack overflow', async () => {
       const request = await send(nestedJson({ jsonrpc: '2.0', id: 1, method: 'ping', params: { deep: NESTED } }));
-      expect(request).toMatchObject({ status: 400, answer: { id: 1, error: { code: -32600, message: 'Invalid Request: the message nests deeper than 64 levels' } } });
+      expect(request).toMatchObject({
+        status: 400,
+        answer: { id: 1, error: { code: -32600, message: 'Invalid Request: the message nests deeper than 64 levels' } },
+      });
       const response = await send(nestedJson({ jsonrpc: '2.0', id: 2, result: NESTED }));
       expect(response).toMatchObject({ status: 400, answer: { id: 2, error: { code: -32600 } } });
       expect((await send(nestedArrays(10_000))).status).toBe(400);
@@ -142,7 +150,11 @@ describe('probing: malformed bodies on the HTTP routes, and the per-tool UTCP ro
 
     it('answers tools/list and tools/call with params of the wrong types with -32602, in one line', async () => {
       const list = await send({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 5 } });
-      expect(list.answer).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32602, message: expect.stringMatching(/Invalid tools\/list params: cursor: [^\n]+$/) } });
+      expect(list.answer).toEqual({
+        jsonrpc: '2.0',
+        id: 3,
+        error: { code: -32602, message: expect.stringMatching(/Invalid tools\/list params: cursor: [^\n]+$/) },
+      });
       expect(list.answer.error.message).not.toContain('\n');
       const call = await send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 7 } });
       expect(call.answer).toMatchObject({ id: 4, error: { code: -32602 } });
@@ -155,7 +167,12 @@ describe('probing: malformed bodies on the HTTP routes, and the per-tool UTCP ro
     });
 
     it('serves a call with __proto__ and constructor keys in its params as without them, polluting nothing', async () => {
-      const { answer } = await send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'calculator', arguments: { a: 2, b: 3 }, ...pollutingKeys() } });
+      const { answer } = await send({
+        jsonrpc: '2.0',
+        id: 6,
+        method: 'tools/call',
+        params: { name: 'calculator', arguments: { a: 2, b: 3 }, ...pollutingKeys() },
+      });
       expect(answer).toMatchObject({ id: 6, result: { content: [{ type: 'text', text: '5' }] } });
       expect(prototypePolluted()).toBe(false);
     });
@@ -164,7 +181,11 @@ describe('probing: malformed bodies on the HTTP routes, and the per-tool UTCP ro
   it('MCP over WebSocket: answers tools/list with params of the wrong types with -32602, in one line', async () => {
     const socket = await TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] });
     socket.send({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: { page: 2 } } });
-    expect(await socket.next()).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: expect.stringMatching(/Invalid tools\/list params: cursor: [^\n]+$/) } });
+    expect(await socket.next()).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32602, message: expect.stringMatching(/Invalid tools\/list params: cursor: [^\n]+$/) },
+    });
     socket.send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
     expect((await socket.next()).result.tools.length).toBeGreaterThan(0);
     await socket.close();

@@ -22,27 +22,28 @@ interface ProbedRoute {
 let liteMcpId = 0;
 
 const ROUTES: ProbedRoute[] = [
-  ...['/', '/llm'].map(
-    (path): ProbedRoute => ({
-      name: `LLM gateway ${path}`,
-      open: (stack) => stack.connect(path),
-      good: () => ({ frame: { type: 'ping' }, check: (answer) => expect(answer).toMatchObject({ type: 'pong' }) }),
-      refused: (answer, kind) =>
-        expect(answer).toEqual({
-          type: 'error',
-          code: kind === 'unknown-type' ? 'UNKNOWN_MESSAGE_TYPE' : 'INVALID_MESSAGE',
-          message: expect.any(String),
-          timestamp: expect.any(String),
-        }),
-      wrongTypes: JSON.stringify({ type: 'text_input', text: 42, session_id: [], turn_id: {} }),
-    }),
-  ),
+  ...['/', '/llm'].map((path): ProbedRoute => ({
+    name: `LLM gateway ${path}`,
+    open: (stack) => stack.connect(path),
+    good: () => ({ frame: { type: 'ping' }, check: (answer) => expect(answer).toMatchObject({ type: 'pong' }) }),
+    refused: (answer, kind) =>
+      expect(answer).toEqual({
+        type: 'error',
+        code: kind === 'unknown-type' ? 'UNKNOWN_MESSAGE_TYPE' : 'INVALID_MESSAGE',
+        message: expect.any(String),
+        timestamp: expect.any(String),
+      }),
+    wrongTypes: JSON.stringify({ type: 'text_input', text: 42, session_id: [], turn_id: {} }),
+  })),
   {
     name: 'LiteMCP /litemcp/calculator',
     open: (stack) => TestSocket.open(stack.gateway.ws('/litemcp/calculator')),
     good: () => {
       const id = ++liteMcpId;
-      return { frame: { version: [1, 0, 0], id, type: 'get', data: null }, check: (answer) => expect(answer).toMatchObject({ id, type: 'info', data: { name: 'calculator' } }) };
+      return {
+        frame: { version: [1, 0, 0], id, type: 'get', data: null },
+        check: (answer) => expect(answer).toMatchObject({ id, type: 'info', data: { name: 'calculator' } }),
+      };
     },
     refused: (answer, kind) =>
       expect(answer).toMatchObject({
@@ -60,7 +61,10 @@ const ROUTES: ProbedRoute[] = [
       check: (answer) => expect(answer).toMatchObject({ type: 'result', id: 'good', result: 5 }),
     }),
     refused: (answer, kind) =>
-      expect(answer).toMatchObject({ type: 'error', error: { code: kind === 'unknown-type' ? 'UNKNOWN_MESSAGE_TYPE' : 'INVALID_MESSAGE', message: expect.any(String) } }),
+      expect(answer).toMatchObject({
+        type: 'error',
+        error: { code: kind === 'unknown-type' ? 'UNKNOWN_MESSAGE_TYPE' : 'INVALID_MESSAGE', message: expect.any(String) },
+      }),
     wrongTypes: JSON.stringify({ type: 'call', id: [], tool: 5 }),
   },
   {
@@ -75,13 +79,17 @@ const ROUTES: ProbedRoute[] = [
       frame: { type: 'message', payload: { jsonrpc: '2.0', id: 'good', method: 'ping' } },
       check: (answer) => expect(answer).toMatchObject({ type: 'message', payload: { jsonrpc: '2.0', id: 'good', result: {} } }),
     }),
-    refused: (answer, kind) => expect(answer).toMatchObject({ type: 'error', error: { code: kind === 'unreadable' ? -32700 : -32600, message: expect.any(String) } }),
+    refused: (answer, kind) =>
+      expect(answer).toMatchObject({ type: 'error', error: { code: kind === 'unreadable' ? -32700 : -32600, message: expect.any(String) } }),
     wrongTypes: JSON.stringify({ type: 'message', payload: 'not an object', sessionId: 9 }),
   },
   {
     name: 'MCP plain (subprotocol mcp) /mcp',
     open: (stack) => TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] }),
-    good: () => ({ frame: { jsonrpc: '2.0', id: 'good', method: 'ping' }, check: (answer) => expect(answer).toEqual({ jsonrpc: '2.0', id: 'good', result: {} }) }),
+    good: () => ({
+      frame: { jsonrpc: '2.0', id: 'good', method: 'ping' },
+      check: (answer) => expect(answer).toEqual({ jsonrpc: '2.0', id: 'good', result: {} }),
+    }),
     // Plain MCP has no types: a frame of an unknown `type` is an invalid JSON-RPC message like any other.
     refused: (answer, kind) => expect(answer).toMatchObject({ jsonrpc: '2.0', error: { code: kind === 'unreadable' ? -32700 : -32600 } }),
     wrongTypes: JSON.stringify({ jsonrpc: 2, id: {}, method: 7 }),
@@ -188,7 +196,11 @@ describe('probing: malformed frames on every WebSocket route', () => {
       data: { code: 'INVALID_MESSAGE', message: 'version must be an array [major, minor, patch]' },
     });
     socket.send({ version: [1, 0, 0], id: 90_002, type: 'call', data: { version: null, tool: 'calculator', arguments: ['2', '3'] } });
-    expect(await socket.next()).toMatchObject({ id: 90_002, type: 'result', data: { response: { error: true, content: [{ data: 'data.version must be an array [major, minor, patch]' }] } } });
+    expect(await socket.next()).toMatchObject({
+      id: 90_002,
+      type: 'result',
+      data: { response: { error: true, content: [{ data: 'data.version must be an array [major, minor, patch]' }] } },
+    });
     socket.send({ version: [1, 0, 0], id: 90_003, type: 'call', data: { tool: 'calculator', arguments: ['2', '3'] } });
     expect(await socket.next()).toMatchObject({ id: 90_003, type: 'result', data: { response: { error: false, content: [{ data: '5' }] } } });
     await socket.close();

@@ -75,11 +75,11 @@ describe('probing: tool arguments on every protocol', () => {
   it.each([...BAD_ARGUMENTS, ['a value nested 10,000 deep', () => nestedJson({ labels: NESTED }), /nest deeper than 64 levels/] as const])(
     'UTCP over HTTP: refuses %s with 400 in a few words',
     async (_name, args, problem) => {
-    const response = await fetch(stack.gateway.http('/utcp/probe.labels'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: args() });
-    const body = await response.text();
-    expect(response.status).toBe(400);
-    expect(body.length).toBeLessThan(SMALL);
-    expect(JSON.parse(body)).toMatchObject({ type: 'tool_error', code: 'INVALID_TOOL_PARAMETERS', error: expect.stringMatching(problem) });
+      const response = await fetch(stack.gateway.http('/utcp/probe.labels'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: args() });
+      const body = await response.text();
+      expect(response.status).toBe(400);
+      expect(body.length).toBeLessThan(SMALL);
+      expect(JSON.parse(body)).toMatchObject({ type: 'tool_error', code: 'INVALID_TOOL_PARAMETERS', error: expect.stringMatching(problem) });
     },
   );
 
@@ -119,9 +119,15 @@ describe('probing: tool arguments on every protocol', () => {
     await utcp.close();
     const mcp = await TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] });
     mcp.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'probe.labels', arguments: args } });
-    expect(await mcp.next()).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/unexpected argument "(__proto__|constructor)"/) }] } });
+    expect(await mcp.next()).toMatchObject({
+      result: { isError: true, content: [{ text: expect.stringMatching(/unexpected argument "(__proto__|constructor)"/) }] },
+    });
     await mcp.close();
-    const http = await fetch(stack.gateway.http('/utcp/probe.labels'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(args) });
+    const http = await fetch(stack.gateway.http('/utcp/probe.labels'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(args),
+    });
     expect(http.status).toBe(400);
     expect(calls).toBe(before);
     expect(prototypePolluted()).toBe(false);

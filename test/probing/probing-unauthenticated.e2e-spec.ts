@@ -75,7 +75,11 @@ describe('Probing: what a client without a token can make the gateway hold', () 
           for (const path of ['/mcp', '/litemcp/calculator', '/utcp/calculator']) {
             const response = await fetch(gateway.http(path), {
               method: 'POST',
-              headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token && { authorization: `Bearer ${token}` }) },
+              headers: {
+                'content-type': 'application/json',
+                accept: 'application/json, text/event-stream',
+                ...(token && { authorization: `Bearer ${token}` }),
+              },
               body,
             });
             expect([401, 403]).toContain(response.status);
@@ -112,10 +116,7 @@ describe('Probing: what a client without a token can make the gateway hold', () 
       partial[1].write('GET /utcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n');
       const keepTrickling = setInterval(() => partial.forEach((socket) => !socket.destroyed && socket.write('X-Slow: 1\r\n')), 100);
       try {
-        await Promise.race([
-          Promise.all(partial.map(closed)),
-          new Promise((_, reject) => setTimeout(() => reject(new Error('still open after 5 s')), 5000)),
-        ]);
+        await Promise.race([Promise.all(partial.map(closed)), new Promise((_, reject) => setTimeout(() => reject(new Error('still open after 5 s')), 5000))]);
       } finally {
         clearInterval(keepTrickling);
       }

@@ -23,7 +23,8 @@ const MAX_RESULT_BYTES = 8 * MB;
 const MEMORY_ALLOWANCE = 64 * MB;
 
 /** How the tool sync words a dropped answer, for server `name`. */
-const dropped = (name: string) => new RegExp(`^MCP server "${name}": the answer( of (\\d+) bytes)? is over MCP_UPSTREAM_MAX_RESULT_BYTES \\(${MAX_RESULT_BYTES} bytes\\) and was dropped$`);
+const dropped = (name: string) =>
+  new RegExp(`^MCP server "${name}": the answer( of (\\d+) bytes)? is over MCP_UPSTREAM_MAX_RESULT_BYTES \\(${MAX_RESULT_BYTES} bytes\\) and was dropped$`);
 
 /** The most this process's RSS (the gateway runs in it) rose over what it was while `run` ran, sampled every 10 ms. */
 async function peakGrowth<T>(run: () => Promise<T>): Promise<{ value: T; growth: number }> {
@@ -89,7 +90,9 @@ describe('upstream answers past MCP_UPSTREAM_MAX_RESULT_BYTES', () => {
   it('fails a 50 MB answer of a stdio upstream alone, clearly, holding a bounded amount; the upstream keeps its tools for every client', async () => {
     const before = await upstreamStatus(stack.gateway, 'local');
     const caller = await mcpClient(stack);
-    const { value: answer, growth } = await peakGrowth(() => caller.callTool({ name: 'local.sized', arguments: { bytes: 50 * MB } }, undefined, { timeout: 60_000 }));
+    const { value: answer, growth } = await peakGrowth(() =>
+      caller.callTool({ name: 'local.sized', arguments: { bytes: 50 * MB } }, undefined, { timeout: 60_000 }),
+    );
 
     expect(answer).toEqual({ isError: true, content: [{ type: 'text', text: expect.stringMatching(dropped('local')) }] });
     const size = Number(dropped('local').exec((answer.content as { text: string }[])[0].text)![2]);

@@ -51,7 +51,10 @@ describe('docs/asyncapi.yaml', () => {
    * `#<message name>` for frames without a `type` (a UTCP manual, a tool's plain result).
    */
   function payloads(operationId: string): Map<string, Schema> {
-    const operation = document.operations().all().find((candidate) => candidate.id() === operationId);
+    const operation = document
+      .operations()
+      .all()
+      .find((candidate) => candidate.id() === operationId);
     if (!operation) throw new Error(`docs/asyncapi.yaml has no operation ${operationId}`);
     const byType = new Map<string, Schema>();
     for (const message of operation.messages().all()) {
@@ -77,14 +80,21 @@ describe('docs/asyncapi.yaml', () => {
   beforeAll(async () => {
     const { document: parsed, diagnostics } = await new Parser().parse(readFileSync(DOCUMENT, 'utf8'));
     // 0 is an error, 1 a warning (2 and 3, information and hints, such as "3.1.0 exists", may stay).
-    expect(diagnostics.filter((diagnostic) => diagnostic.severity <= 1).map((diagnostic) => `${diagnostic.code}: ${diagnostic.message} at ${diagnostic.path.join('.')}`)).toEqual([]);
+    expect(
+      diagnostics
+        .filter((diagnostic) => diagnostic.severity <= 1)
+        .map((diagnostic) => `${diagnostic.code}: ${diagnostic.message} at ${diagnostic.path.join('.')}`),
+    ).toEqual([]);
     expect(parsed).toBeDefined();
     document = parsed!;
   });
 
   it('is AsyncAPI 3.0 with a channel at every WebSocket route of the gateway', () => {
     expect(document.version()).toBe('3.0.0');
-    const addresses = document.channels().all().map((channel) => channel.address());
+    const addresses = document
+      .channels()
+      .all()
+      .map((channel) => channel.address());
     expect(new Set(addresses)).toEqual(new Set(['/', '/llm', '/mcp', '/litemcp/{tool}', '/utcp', '/utcp/{tool}']));
   });
 
@@ -130,9 +140,31 @@ describe('docs/asyncapi.yaml', () => {
 
   it('lists every error code an LLM-gateway error frame or a UTCP error can carry', () => {
     const llmCodes = payloads('llmSend').get('error')!.properties.code.enum;
-    expect(llmCodes).toEqual(expect.arrayContaining(['INVALID_MESSAGE', 'UNKNOWN_MESSAGE_TYPE', 'LLM_ERROR', 'SESSION_ERROR', 'TIMEOUT', 'TOOL_RESULT_TIMEOUT', 'TOOL_REGISTRATION_FAILED', 'INTERNAL_ERROR']));
+    expect(llmCodes).toEqual(
+      expect.arrayContaining([
+        'INVALID_MESSAGE',
+        'UNKNOWN_MESSAGE_TYPE',
+        'LLM_ERROR',
+        'SESSION_ERROR',
+        'TIMEOUT',
+        'TOOL_RESULT_TIMEOUT',
+        'TOOL_REGISTRATION_FAILED',
+        'INTERNAL_ERROR',
+      ]),
+    );
     expect(payloads('utcpSend').get('error')!.properties.error.properties.code.enum).toEqual(
-      expect.arrayContaining(['TOOL_NOT_FOUND', 'INVALID_TOOL_PARAMETERS', 'TOOL_EXECUTION_FAILED', 'TOOL_TIMEOUT', 'TOOL_UNAVAILABLE', 'INVALID_MESSAGE', 'UNKNOWN_MESSAGE_TYPE', 'PAYLOAD_TOO_LARGE', 'UNAUTHORIZED', 'FORBIDDEN']),
+      expect.arrayContaining([
+        'TOOL_NOT_FOUND',
+        'INVALID_TOOL_PARAMETERS',
+        'TOOL_EXECUTION_FAILED',
+        'TOOL_TIMEOUT',
+        'TOOL_UNAVAILABLE',
+        'INVALID_MESSAGE',
+        'UNKNOWN_MESSAGE_TYPE',
+        'PAYLOAD_TOO_LARGE',
+        'UNAUTHORIZED',
+        'FORBIDDEN',
+      ]),
     );
   });
 
@@ -172,7 +204,13 @@ describe('docs/asyncapi.yaml', () => {
       };
       const received: any[] = [await socket.next()];
 
-      send({ type: 'register_tools', tools: [{ name: 'get_battery', description: 'Battery level', parameters: { type: 'object', properties: {} } }, { name: '1bad', description: 'x', parameters: { type: 'object' } }] });
+      send({
+        type: 'register_tools',
+        tools: [
+          { name: 'get_battery', description: 'Battery level', parameters: { type: 'object', properties: {} } },
+          { name: '1bad', description: 'x', parameters: { type: 'object' } },
+        ],
+      });
       received.push(...(await readUntil(socket, (frame) => frame.type === 'tools_registered')));
       send({ type: 'configure', stream: true, language: 'en' });
       send({ type: 'ping' });
@@ -180,7 +218,12 @@ describe('docs/asyncapi.yaml', () => {
 
       stack.llm.reset();
       stack.llm.reply(
-        { toolCalls: [{ id: 'w', name: 'get_weather', arguments: { city: 'Beijing' } }, { id: 'b', name: 'get_battery', arguments: {} }] },
+        {
+          toolCalls: [
+            { id: 'w', name: 'get_weather', arguments: { city: 'Beijing' } },
+            { id: 'b', name: 'get_battery', arguments: {} },
+          ],
+        },
         (request) => ({ text: `It is ${toolResults(request).w.condition}. The battery is at ${toolResults(request).b.level} percent.` }),
       );
       send({ type: 'text_input', text: 'Weather and battery?', turn_id: 'turn-1' });
@@ -209,7 +252,18 @@ describe('docs/asyncapi.yaml', () => {
 
       const types = new Set(received.map((frame) => (frame.type === 'status' ? `status:${frame.status}` : frame.type)));
       expect([...types].sort()).toEqual(
-        ['error', 'llm_response', 'pong', 'status:connected', 'status:idle', 'status:processing', 'status:waiting_for_tools', 'tool_call', 'tool_callback', 'tools_registered'].sort(),
+        [
+          'error',
+          'llm_response',
+          'pong',
+          'status:connected',
+          'status:idle',
+          'status:processing',
+          'status:waiting_for_tools',
+          'tool_call',
+          'tool_callback',
+          'tools_registered',
+        ].sort(),
       );
       expect(received.some((frame) => frame.type === 'llm_response' && frame.is_final === false)).toBe(true);
       for (const frame of received) expectDocumented('llmSend', frame);
@@ -282,7 +336,15 @@ describe('docs/asyncapi.yaml', () => {
       const mcp = await TestSocket.open(stack.gateway.ws('/mcp'));
       const mcpSent: any[] = [
         { type: 'auth', token: TOKEN, clientInfo: { name: 'asyncapi-test', version: '1.0.0' }, timestamp: Date.now() },
-        { type: 'message', payload: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } } },
+        {
+          type: 'message',
+          payload: {
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+          },
+        },
         { type: 'message', payload: 'not an object' },
         { type: 'close', reason: 'done' },
       ];

@@ -42,7 +42,10 @@ function slug(heading: string): string {
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // links and images: their text
     .replace(/<[^>]+>/g, '') // inline HTML
     .replace(/`/g, '');
-  return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** The anchors a Markdown page offers: its headings' (`-1`, `-2`... for repeats) and explicit `id`/`name` attributes. */
@@ -95,7 +98,9 @@ describe('README.md and docs/', () => {
         'docs/guides/extending.md',
       ]),
     );
-    expect(linksOf(read('README.md'))).toEqual(expect.arrayContaining(['docs/README.md', 'docs/llm-gateway.md', 'docs/asyncapi.yaml', 'docs/configuration.md']));
+    expect(linksOf(read('README.md'))).toEqual(
+      expect.arrayContaining(['docs/README.md', 'docs/llm-gateway.md', 'docs/asyncapi.yaml', 'docs/configuration.md']),
+    );
     expect(linksOf('see [a](x.md) and `[b](y.md)`\n```md\n[c](z.md)\n```\n  ~~~\n  [d](w.md)\n  ~~~\n[e]: v.md')).toEqual(['x.md', 'v.md']);
     expect(problemOf('README.md', 'docs/mcp.md#streamable-http')).toBeUndefined();
     expect(problemOf('docs/mcp.md', '#the-envelope')).toBeUndefined();
@@ -107,7 +112,9 @@ describe('README.md and docs/', () => {
   });
 
   it('makes anchors the way GitHub does', () => {
-    const anchors = anchorsOf('# Title\n## Tokens file: permissions, rate limits\n### UTCP 0.1 at `/utcp`\n## [Linked](x.md) `code`\n## Title\n```sh\n# not a heading\n```');
+    const anchors = anchorsOf(
+      '# Title\n## Tokens file: permissions, rate limits\n### UTCP 0.1 at `/utcp`\n## [Linked](x.md) `code`\n## Title\n```sh\n# not a heading\n```',
+    );
     expect([...anchors]).toEqual(['title', 'tokens-file-permissions-rate-limits', 'utcp-01-at-utcp', 'linked-code', 'title-1']);
   });
 
@@ -133,12 +140,17 @@ describe('README.md and docs/', () => {
 
   it("keeps README's two commands: start on the embedded defaults, and the whole test suite", () => {
     const first = /```bash\n([\s\S]*?)```/.exec(read('README.md'))?.[1] ?? '';
-    expect(first.split('\n').map((line) => line.split('#')[0].trim()).filter(Boolean)).toEqual(['npm install && npm start', 'npm test']);
+    expect(
+      first
+        .split('\n')
+        .map((line) => line.split('#')[0].trim())
+        .filter(Boolean),
+    ).toEqual(['npm install && npm start', 'npm test']);
     const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>;
     expect(Object.keys(scripts)).toEqual(expect.arrayContaining(['start', 'test', 'pretest']));
   });
 
-  it("shows in README the extension example the guide has and the suite builds (test/extending/extending-package.e2e-spec.ts)", () => {
+  it('shows in README the extension example the guide has and the suite builds (test/extending/extending-package.e2e-spec.ts)', () => {
     const tsBlocks = (markdown: string) => [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]);
     const guide = read('docs/guides/extending.md');
     const start = guide.indexOf('## Adding your own tools');

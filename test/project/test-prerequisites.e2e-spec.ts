@@ -99,7 +99,10 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
       encoding: 'utf8',
       timeout: 20_000,
     });
-    const lines = (file: string) => readFileSync(join(fake, file), 'utf8').split('\n').filter((line) => line !== '');
+    const lines = (file: string) =>
+      readFileSync(join(fake, file), 'utf8')
+        .split('\n')
+        .filter((line) => line !== '');
     return { status: result.status, output: result.stdout + result.stderr, calls: lines('calls'), installed: lines('installed') };
   }
 
@@ -127,7 +130,12 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
   });
 
   it('not root and without sudo, stops at once with the command to run as root, installing and starting nothing', () => {
-    const { status, output, calls } = runOn({ uid: 1000, doubles: DEBIAN.filter((name) => name !== 'sudo'), installed: PACKAGES.filter((name) => name !== 'libcjson-dev'), redisRunning: false });
+    const { status, output, calls } = runOn({
+      uid: 1000,
+      doubles: DEBIAN.filter((name) => name !== 'sudo'),
+      installed: PACKAGES.filter((name) => name !== 'libcjson-dev'),
+      redisRunning: false,
+    });
     expect(status).not.toBe(0);
     expect(output).toContain('missing Debian packages: libcjson-dev');
     expect(output).toContain('\n  apt-get update && apt-get install -y libcjson-dev\n');

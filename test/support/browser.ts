@@ -21,10 +21,7 @@ export const PACKAGED_CHROMIUM = '@sparticuz/chromium';
 export const ARTIFACTS_DIR = join(PROJECT_ROOT, 'test-artifacts');
 
 /** Which Chromium the browser tests run, and why that one. */
-export type ChromiumChoice =
-  | { source: 'CHROMIUM_PATH'; executablePath: string }
-  | { source: 'system'; executablePath: string }
-  | { source: 'package' };
+export type ChromiumChoice = { source: 'CHROMIUM_PATH'; executablePath: string } | { source: 'system'; executablePath: string } | { source: 'package' };
 
 /**
  * `CHROMIUM_PATH` when set (the package's name selects the packaged one), else Debian's
@@ -36,7 +33,9 @@ export function chooseChromium(env: NodeJS.ProcessEnv = process.env, exists: (pa
   if (configured === PACKAGED_CHROMIUM) return { source: 'package' };
   if (configured) {
     if (!exists(configured)) {
-      throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist: point it at a Chromium, or unset it to use ${SYSTEM_CHROMIUM} or the one in ${PACKAGED_CHROMIUM}.`);
+      throw new Error(
+        `CHROMIUM_PATH is ${configured}, which does not exist: point it at a Chromium, or unset it to use ${SYSTEM_CHROMIUM} or the one in ${PACKAGED_CHROMIUM}.`,
+      );
     }
     return { source: 'CHROMIUM_PATH', executablePath: configured };
   }
@@ -168,7 +167,9 @@ export async function launchChromium(options: LaunchOptions = {}): Promise<TestB
       env = { ...(process.env as Record<string, string>), LD_LIBRARY_PATH: [libraryPath, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') };
       const stillMissing = missingLibraries(executablePath, env);
       if (stillMissing.length > 0) {
-        throw new Error(`The Chromium of ${PACKAGED_CHROMIUM} cannot find ${stillMissing.join(', ')}: install Debian's chromium package ("apt-get install -y chromium") or those libraries.`);
+        throw new Error(
+          `The Chromium of ${PACKAGED_CHROMIUM} cannot find ${stillMissing.join(', ')}: install Debian's chromium package ("apt-get install -y chromium") or those libraries.`,
+        );
       }
     }
   } else {

@@ -81,7 +81,15 @@ export class FakeOpenMeteo {
       case '/ip':
         return {
           status: 200,
-          body: { success: true, city: 'Hangzhou', region: 'Zhejiang', country: 'China', latitude: 30.29365, longitude: 120.16142, timezone: { id: 'Asia/Shanghai' } },
+          body: {
+            success: true,
+            city: 'Hangzhou',
+            region: 'Zhejiang',
+            country: 'China',
+            latitude: 30.29365,
+            longitude: 120.16142,
+            timezone: { id: 'Asia/Shanghai' },
+          },
         };
       default:
         return { status: 404, body: { error: true, reason: 'Not found' } };

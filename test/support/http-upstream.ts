@@ -2,14 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolRequestSchema,
-  CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'crypto';
 import { createServer, IncomingMessage, Server as HttpServer, ServerResponse } from 'http';
 import type { AddressInfo, Socket } from 'net';
@@ -132,9 +125,9 @@ export class HttpUpstream {
     if (typeof sessionId === 'string') {
       const transport = this.transports.get(sessionId) as StreamableHTTPServerTransport | undefined;
       if (!transport) {
-        response.writeHead(404, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }),
-        );
+        response
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
         return;
       }
       return transport.handleRequest(request, response);

@@ -26,10 +26,7 @@ export interface LlmClient extends TestSocket {
  * The gateway wired to a scripted model and a fake Open-Meteo, both on 127.0.0.1: what every
  * LLM-gateway test starts from. Retries are off and timeouts short, so faults show at once.
  */
-export async function startLlmStack(
-  settings: EnvironmentInput = {},
-  imports: (Type<unknown> | DynamicModule)[] = [CalculatorModule],
-): Promise<LlmStack> {
+export async function startLlmStack(settings: EnvironmentInput = {}, imports: (Type<unknown> | DynamicModule)[] = [CalculatorModule]): Promise<LlmStack> {
   const llm = await ScriptedLlm.start();
   const weather = await FakeOpenMeteo.start();
   const gateway = await startGateway(

@@ -126,7 +126,8 @@ export class EnvelopeClient {
         break;
       case 'close':
         // The server ends the session: answer it, as a close is answered either way.
-        if (!this.closing && this.socket.readyState === WebSocket.OPEN) this.send({ type: 'close', sessionId: this.sessionId, reason: 'Close acknowledged', timestamp: Date.now() });
+        if (!this.closing && this.socket.readyState === WebSocket.OPEN)
+          this.send({ type: 'close', sessionId: this.sessionId, reason: 'Close acknowledged', timestamp: Date.now() });
         break;
     }
   }

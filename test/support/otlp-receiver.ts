@@ -22,7 +22,8 @@ export interface ReceivedExport {
 }
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-const valueOf = (value: AnyValue): unknown => value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue));
+const valueOf = (value: AnyValue): unknown =>
+  value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue));
 const attributesOf = (list: { key: string; value: AnyValue }[] = []): Record<string, unknown> =>
   Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
 
@@ -63,18 +64,16 @@ export class OtlpReceiver {
       .flatMap((received) => JSON.parse(received.body.toString('utf8')).resourceSpans as any[])
       .flatMap((resourceSpans) =>
         (resourceSpans.scopeSpans as any[]).flatMap((scope) =>
-          (scope.spans as any[]).map(
-            (span): ReceivedSpan => ({
-              traceId: span.traceId,
-              spanId: span.spanId,
-              parentSpanId: span.parentSpanId || undefined,
-              name: span.name,
-              kind: span.kind,
-              attributes: attributesOf(span.attributes),
-              status: span.status ?? {},
-              resource: attributesOf(resourceSpans.resource?.attributes),
-            }),
-          ),
+          (scope.spans as any[]).map((span): ReceivedSpan => ({
+            traceId: span.traceId,
+            spanId: span.spanId,
+            parentSpanId: span.parentSpanId || undefined,
+            name: span.name,
+            kind: span.kind,
+            attributes: attributesOf(span.attributes),
+            status: span.status ?? {},
+            resource: attributesOf(resourceSpans.resource?.attributes),
+          })),
         ),
       );
   }

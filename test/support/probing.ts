@@ -66,7 +66,10 @@ export class LogCapture {
 
   /** Logged stack traces, one line each (the line that holds the first frame), for a readable failure. */
   stackTraces(): string[] {
-    return this.text.split('\n').filter((line) => STACK_LINE.test(line) || /\\n\s+at .+:\d+:\d+/.test(line)).map((line) => line.slice(0, 300));
+    return this.text
+      .split('\n')
+      .filter((line) => STACK_LINE.test(line) || /\\n\s+at .+:\d+:\d+/.test(line))
+      .map((line) => line.slice(0, 300));
   }
 }
 

@@ -34,10 +34,7 @@ interface AnswerOptions {
 }
 
 /** One model answer, or a fault. */
-export type ScriptedReply =
-  | ({ text: string } & AnswerOptions)
-  | ({ toolCalls: ScriptedToolCall[]; text?: string } & AnswerOptions)
-  | { fault: ScriptedFault };
+export type ScriptedReply = ({ text: string } & AnswerOptions) | ({ toolCalls: ScriptedToolCall[]; text?: string } & AnswerOptions) | { fault: ScriptedFault };
 
 /**
  * What a broken model server does: answer HTTP 500 or 404, never answer (`hang`), cut its
@@ -157,7 +154,9 @@ export class ScriptedLlm {
     let body = '';
     for await (const chunk of request) body += chunk;
     if (request.method === 'GET' && request.url?.endsWith('/models')) {
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'scripted', object: 'model', owned_by: 'test' }] }));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data: [{ id: 'scripted', object: 'model', owned_by: 'test' }] }));
       return;
     }
     if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
@@ -186,10 +185,13 @@ export class ScriptedLlm {
     const toolParts: string[] = [];
     toolCalls.forEach((call, index) => {
       const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
-      toolParts.push(chunk({ tool_calls: [{ index, id: call.id ?? `call_${this.counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }));
+      toolParts.push(
+        chunk({ tool_calls: [{ index, id: call.id ?? `call_${this.counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }),
+      );
       // Five characters a delta, as a model's tokens come; at most about 1,000 deltas for huge arguments, so a fault test stays quick.
       const pieceLength = Math.max(5, Math.ceil(args.length / 1000));
-      for (let at = 0; at < args.length; at += pieceLength) toolParts.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(at, at + pieceLength) } }] }));
+      for (let at = 0; at < args.length; at += pieceLength)
+        toolParts.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(at, at + pieceLength) } }] }));
     });
     const finish = chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop');
 
@@ -274,7 +276,9 @@ export class ScriptedLlm {
         return;
       case 'errorEvent':
         response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.end(`${firstChunk}data: ${JSON.stringify({ error: { message: 'CUDA out of memory; api_key=sk-secret-123', type: 'InternalServerError', code: 500 } })}\n\n`);
+        response.end(
+          `${firstChunk}data: ${JSON.stringify({ error: { message: 'CUDA out of memory; api_key=sk-secret-123', type: 'InternalServerError', code: 500 } })}\n\n`,
+        );
         return;
     }
   }

@@ -5,7 +5,7 @@ import { join } from 'path';
 export const DEBIAN_PYTHON = '/usr/bin/python3';
 
 export const PYTHON_MISSING =
-  'The spec\'s Python client needs python3 with the websockets package: apt-get install -y python3-websockets (or pip install websockets), or set PYTHON to an interpreter that has it.';
+  "The spec's Python client needs python3 with the websockets package: apt-get install -y python3-websockets (or pip install websockets), or set PYTHON to an interpreter that has it.";
 
 /**
  * The interpreter that runs the spec's Python client: `PYTHON` when set, else the first of

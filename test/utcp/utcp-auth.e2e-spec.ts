@@ -121,9 +121,7 @@ describe('UTCP with auth on', () => {
     });
 
     it('tells a client without a token nothing about which tools exist', async () => {
-      await expect(
-        TestSocket.open(gateway.ws('/utcp/no_such_tool'), { headers: { Authorization: `Bearer ${TOKEN}` } }),
-      ).rejects.toMatchObject({ status: 404 });
+      await expect(TestSocket.open(gateway.ws('/utcp/no_such_tool'), { headers: { Authorization: `Bearer ${TOKEN}` } })).rejects.toMatchObject({ status: 404 });
       const socket = await TestSocket.open(gateway.ws('/utcp/no_such_tool'));
       socket.send({ type: 'auth', token: TOKEN });
       socket.send({});

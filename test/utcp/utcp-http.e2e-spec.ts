@@ -29,7 +29,12 @@ class EventReader {
       if (end >= 0) {
         const block = this.buffer.slice(0, end);
         this.buffer = this.buffer.slice(end + 2);
-        const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
+        const fields = Object.fromEntries(
+          block
+            .split('\n')
+            .filter((line) => !line.startsWith(':'))
+            .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]),
+        );
         if (fields.data !== undefined) return { event: fields.event ?? 'message', data: JSON.parse(fields.data) };
         continue;
       }
@@ -164,7 +169,15 @@ describe('UTCP over HTTP', () => {
       ['arguments in the query', '/utcp/calculator?a=2&b=3', undefined, AUTH, 400, 'INVALID_TOOL_PARAMETERS', /not in the query: a, b$/],
       ['an unknown tool', '/utcp/no.such.tool', {}, JSON_BODY, 404, 'TOOL_NOT_FOUND', /^Unknown tool "no.such.tool"$/],
       ['a body that is not JSON', '/utcp/calculator', '{"a": 2,', JSON_BODY, 400, 'INVALID_MESSAGE', /JSON/],
-      ['a body of another content type', '/utcp/calculator', 'a=2&b=3', { ...AUTH, 'Content-Type': 'text/plain' }, 400, 'INVALID_MESSAGE', /Content-Type: application\/json/],
+      [
+        'a body of another content type',
+        '/utcp/calculator',
+        'a=2&b=3',
+        { ...AUTH, 'Content-Type': 'text/plain' },
+        400,
+        'INVALID_MESSAGE',
+        /Content-Type: application\/json/,
+      ],
       ['a body over CLOUD_MAX_MESSAGE_SIZE', '/utcp/calculator', { a: 1, b: 2, pad: 'x'.repeat(5000) }, JSON_BODY, 413, 'PAYLOAD_TOO_LARGE', /4096/],
       ['a stream value it cannot read', '/utcp/calculator?stream=maybe', { a: 1, b: 2 }, JSON_BODY, 400, 'INVALID_MESSAGE', /"stream" query parameter/],
       ['no token', '/utcp/calculator', { a: 1, b: 2 }, { 'Content-Type': 'application/json' }, 401, 'UNAUTHORIZED', /token/i],

@@ -91,7 +91,13 @@ describe('UTCP provider at /utcp (0.1 frames)', () => {
       ['a call with an object id', { type: 'call', id: { n: 1 }, tool: 'calculator', params: {} }, null, 'INVALID_MESSAGE', /id must be/],
       ['a call without tool', { type: 'call', id: 'x3', params: {} }, 'x3', 'INVALID_MESSAGE', /tool must be a non-empty string/],
       ['a discovery with a bad id', { type: 'discover', id: '' }, null, 'INVALID_MESSAGE', /id must be/],
-      ['a frame over the size limit', { type: 'call', id: 'x4', tool: 'calculator', pad: 'x'.repeat(5000) }, null, 'PAYLOAD_TOO_LARGE', /over the 4096-byte limit/],
+      [
+        'a frame over the size limit',
+        { type: 'call', id: 'x4', tool: 'calculator', pad: 'x'.repeat(5000) },
+        null,
+        'PAYLOAD_TOO_LARGE',
+        /over the 4096-byte limit/,
+      ],
     ])('%s', async (_name, frame, id, code, message) => {
       socket.send(frame);
       const answer = await socket.next();

@@ -37,7 +37,7 @@ describe('UTCP per-tool paths at /utcp/<tool> (1.x clients)', () => {
       await expect(client.callTool('voice_gateway.test.convert', { type: 'celsius', value: 100 })).resolves.toBe(212);
     });
 
-    it('gets a streaming tool\'s final result from a plain call', async () => {
+    it("gets a streaming tool's final result from a plain call", async () => {
       await client.registerManual({ name: 'gw', call_template_type: 'websocket', url: gateway.ws('/utcp') });
       await expect(client.callTool('gw.countdown', { seconds: 0.2, interval: 0.1 })).resolves.toMatchObject({ remaining_s: 0, done: true });
     });
@@ -57,9 +57,7 @@ describe('UTCP per-tool paths at /utcp/<tool> (1.x clients)', () => {
       const tools = await client.registerManual({ name: 'gw_stream', call_template_type: 'websocket', url: gateway.ws('/utcp?stream=true') });
       expect(tools.find((tool) => tool.name === 'gw_stream.countdown')?.tool_call_template.url).toBe(gateway.ws('/utcp/countdown?stream=true'));
       const updates = await collect(client.callToolStreaming('gw_stream.countdown', { seconds: 0.3, interval: 0.1, label: 'eggs' }));
-      expect(updates).toEqual(
-        [0.3, 0.2, 0.1, 0].map((remaining_s) => expect.objectContaining({ label: 'eggs', remaining_s, done: remaining_s === 0 })),
-      );
+      expect(updates).toEqual([0.3, 0.2, 0.1, 0].map((remaining_s) => expect.objectContaining({ label: 'eggs', remaining_s, done: remaining_s === 0 })));
       expect(await collect(client.callToolStreaming('gw_stream.calculator', { a: 6, b: 7, operation: 'multiply' }))).toEqual([42]);
       await expect(collect(client.callToolStreaming('gw_stream.countdown', { seconds: 0 }))).rejects.toThrow(
         /Tool gw_stream.countdown failed: .*"seconds" must be > 0/,
@@ -117,7 +115,11 @@ describe('UTCP per-tool paths at /utcp/<tool> (1.x clients)', () => {
       socket.send({ seconds: 0.05, label: 'last' });
       expect(await socket.next()).toMatchObject({ label: 'first', done: true });
       expect(await socket.next()).toMatchObject({ label: 'second', done: true });
-      expect(await socket.next()).toEqual({ type: 'tool_error', code: 'INVALID_MESSAGE', error: expect.stringMatching(/Invalid JSON.*send the arguments as a JSON object/) });
+      expect(await socket.next()).toEqual({
+        type: 'tool_error',
+        code: 'INVALID_MESSAGE',
+        error: expect.stringMatching(/Invalid JSON.*send the arguments as a JSON object/),
+      });
       expect(await socket.next()).toEqual({ type: 'tool_error', code: 'INVALID_TOOL_PARAMETERS', error: expect.stringMatching(/"seconds" must be > 0/) });
       expect(await socket.next()).toEqual({ type: 'tool_error', code: 'INVALID_TOOL_PARAMETERS', error: expect.stringMatching(/must be a JSON object/) });
       expect(await socket.next()).toMatchObject({ label: 'last', done: true });

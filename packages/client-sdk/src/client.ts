@@ -188,13 +188,9 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
     this.token = options.token || undefined;
     this.tokenIn = options.tokenIn;
     this.WebSocketClass = options.WebSocket;
-    this.reconnection =
-      options.reconnect === false ? undefined : reconnectPolicy(options.reconnect === true ? {} : options.reconnect);
+    this.reconnection = options.reconnect === false ? undefined : reconnectPolicy(options.reconnect === true ? {} : options.reconnect);
     this.connectTimeoutMs = positive(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs');
-    this.tools = new ToolRunner(
-      (frame) => this.sendNow(frame),
-      positive(options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, 'toolTimeoutMs'),
-    );
+    this.tools = new ToolRunner((frame) => this.sendNow(frame), positive(options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, 'toolTimeoutMs'));
   }
 
   get state(): ConnectionState {
@@ -337,10 +333,7 @@ export class LlmGatewayClient extends TypedEmitter<LlmGatewayClientEvents> {
   async ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<number> {
     const started = performance.now();
     const request = new PingRequest();
-    const timer = setTimeout(
-      () => request.reject(new LlmGatewayError('PING_TIMEOUT', `No pong within ${timeoutMs} ms`)),
-      positive(timeoutMs, 'timeoutMs'),
-    );
+    const timer = setTimeout(() => request.reject(new LlmGatewayError('PING_TIMEOUT', `No pong within ${timeoutMs} ms`)), positive(timeoutMs, 'timeoutMs'));
     try {
       await this.request(request);
       return Math.round(performance.now() - started);

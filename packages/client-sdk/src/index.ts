@@ -1,12 +1,5 @@
 export { CLOSE_REPLACED, LlmGatewayClient } from './client.js';
-export type {
-  ConnectionState,
-  FrameLogEntry,
-  LlmGatewayClientEvents,
-  LlmGatewayClientOptions,
-  SessionChange,
-  SessionChangeReason,
-} from './client.js';
+export type { ConnectionState, FrameLogEntry, LlmGatewayClientEvents, LlmGatewayClientOptions, SessionChange, SessionChangeReason } from './client.js';
 export { LlmGatewayError } from './errors.js';
 export type { ClientErrorCode } from './errors.js';
 export { DEFAULT_RECONNECT } from './backoff.js';

@@ -12,10 +12,7 @@ export interface ToolCallContext {
 }
 
 /** Runs a device tool: gets the model's arguments, returns a JSON value (or a promise of one). */
-export type ToolHandler<Args extends Record<string, unknown> = Record<string, unknown>> = (
-  args: Args,
-  context: ToolCallContext,
-) => unknown;
+export type ToolHandler<Args extends Record<string, unknown> = Record<string, unknown>> = (args: Args, context: ToolCallContext) => unknown;
 
 /**
  * Who may call a device tool: `agents` (agents and users through the gateway's other protocols;
@@ -95,16 +92,9 @@ export class ToolRunner {
     }
     const controller = new AbortController();
     this.running.set(callId, { controller, turnId: callback.turn_id });
-    const timer = setTimeout(
-      () => controller.abort(new HandlerTimedOut(`Tool "${toolName}" did not answer within ${this.timeoutMs} ms`)),
-      this.timeoutMs,
-    );
-    const stopped = new Promise<never>((_, reject) =>
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true }),
-    );
-    const handled = Promise.resolve().then(() =>
-      tool.handler(callback.arguments ?? {}, { callId, toolName, signal: controller.signal }),
-    );
+    const timer = setTimeout(() => controller.abort(new HandlerTimedOut(`Tool "${toolName}" did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true }));
+    const handled = Promise.resolve().then(() => tool.handler(callback.arguments ?? {}, { callId, toolName, signal: controller.signal }));
     // Whichever of the two loses the race may still settle; nobody awaits it then.
     stopped.catch(() => undefined);
     handled.catch(() => undefined);
@@ -150,5 +140,5 @@ function resultFrame(callId: string, toolName: string, value: unknown): ToolResu
 
 function describe(error: unknown): string {
   if (error instanceof Error) return error.message || error.name;
-  return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
 }

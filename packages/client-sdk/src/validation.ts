@@ -21,15 +21,13 @@ export function checkSessionId(sessionId: unknown, what = 'session id'): string 
 }
 
 const SETTING_CHECKS: { [K in keyof Required<ConfigureSettings>]: (value: unknown) => string | undefined } = {
-  temperature: (value) =>
-    typeof value === 'number' && value >= 0 && value <= 1 ? undefined : 'temperature must be a number from 0 to 1',
+  temperature: (value) => (typeof value === 'number' && value >= 0 && value <= 1 ? undefined : 'temperature must be a number from 0 to 1'),
   max_tokens: (value) =>
     Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_TOKENS_CEILING
       ? undefined
       : `max_tokens must be an integer from 1 to ${MAX_TOKENS_CEILING}`,
   enable_context: (value) => (typeof value === 'boolean' ? undefined : 'enable_context must be true or false'),
-  language: (value) =>
-    (LANGUAGE_CODES as readonly unknown[]).includes(value) ? undefined : `language must be one of ${LANGUAGE_CODES.join(', ')}`,
+  language: (value) => ((LANGUAGE_CODES as readonly unknown[]).includes(value) ? undefined : `language must be one of ${LANGUAGE_CODES.join(', ')}`),
   clean_response: (value) => (typeof value === 'boolean' ? undefined : 'clean_response must be true or false'),
   stream: (value) => (typeof value === 'boolean' ? undefined : 'stream must be true or false'),
   barge_in: (value) => (typeof value === 'boolean' ? undefined : 'barge_in must be true or false'),

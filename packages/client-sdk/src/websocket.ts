@@ -16,11 +16,7 @@ export interface WebSocketLike {
  * A WebSocket class: the browser's, or `ws`'s (whose third argument carries headers). Browsers'
  * ignore a third argument, which is why the token goes in the query there.
  */
-export type WebSocketConstructor = new (
-  url: string,
-  protocols?: string | string[],
-  options?: { headers?: Record<string, string> },
-) => WebSocketLike;
+export type WebSocketConstructor = new (url: string, protocols?: string | string[], options?: { headers?: Record<string, string> }) => WebSocketLike;
 
 /** `readyState` values, the same in every implementation. */
 export const CONNECTING = 0;
@@ -49,9 +45,7 @@ export async function resolveWebSocket(given: WebSocketConstructor | undefined):
   } catch {
     // reported below
   }
-  throw new Error(
-    'No WebSocket implementation: this runtime has no global WebSocket (Node 20); install the "ws" package or pass options.WebSocket',
-  );
+  throw new Error('No WebSocket implementation: this runtime has no global WebSocket (Node 20); install the "ws" package or pass options.WebSocket');
 }
 
 /** Text of a message event's data: browsers and `ws` give a string for text frames; decode anything else. */

@@ -69,7 +69,7 @@ describe('LlmGatewayClient', () => {
       expect(client.state).toBe('closed');
     });
 
-    it('resolves with the gateway\'s session and reports the state changes', async () => {
+    it("resolves with the gateway's session and reports the state changes", async () => {
       const client = newClient();
       const seen = record(client, 'state', 'session');
       expect(client.state).toBe('idle');
@@ -141,7 +141,7 @@ describe('LlmGatewayClient', () => {
   });
 
   describe('turns', () => {
-    it('resolves with the turn\'s first answer and reports every frame both ways', async () => {
+    it("resolves with the turn's first answer and reports every frame both ways", async () => {
       const [client, connection] = await connected();
       const frames = record(client, 'frame');
       const events = record(client, 'status', 'llm_response', 'tool_call');
@@ -161,12 +161,16 @@ describe('LlmGatewayClient', () => {
         'status:idle',
       ]);
       const log = frames.map(([, entry]) => entry);
-      expect(log[0]).toMatchObject({ direction: 'out', text: expect.stringMatching(/^{"type":"text_input","text":"hello","turn_id":"turn-1-/), frame: { type: 'text_input' } });
+      expect(log[0]).toMatchObject({
+        direction: 'out',
+        text: expect.stringMatching(/^{"type":"text_input","text":"hello","turn_id":"turn-1-/),
+        frame: { type: 'text_input' },
+      });
       expect(log.slice(1).every((entry) => entry.direction === 'in' && entry.at instanceof Date)).toBe(true);
       expect(log).toHaveLength(6);
     });
 
-    it('rejects with the gateway\'s code and details when the turn fails, once the turn is over', async () => {
+    it("rejects with the gateway's code and details when the turn fails, once the turn is over", async () => {
       const [client, connection] = await connected();
       const answer = rejection(client.sendText('hello'));
       await connection.next();
@@ -204,8 +208,19 @@ describe('LlmGatewayClient', () => {
       connection.send({ type: 'llm_response', content: ' Take a hat.', tool_calls: [], is_final: false, seq: 1, turn_id });
       connection.send({ type: 'llm_response', content: 'It is sunny. Take a hat.', tool_calls: [], is_final: true, timing, turn_id });
       connection.send({ type: 'status', status: 'idle', data: {}, turn_id });
-      expect(await turn).toEqual({ turnId: turn_id, content: 'It is sunny. Take a hat.', sentences: ['It is sunny.', ' Take a hat.'], toolCalls: [], timing, historySaved: true, cancelled: false });
-      expect(heard).toEqual([['It is sunny.', 0], [' Take a hat.', 1]]);
+      expect(await turn).toEqual({
+        turnId: turn_id,
+        content: 'It is sunny. Take a hat.',
+        sentences: ['It is sunny.', ' Take a hat.'],
+        toolCalls: [],
+        timing,
+        historySaved: true,
+        cancelled: false,
+      });
+      expect(heard).toEqual([
+        ['It is sunny.', 0],
+        [' Take a hat.', 1],
+      ]);
       expect(sentences.map(([, event]) => event)).toEqual([
         { turnId: turn_id, content: 'It is sunny.', seq: 0 },
         { turnId: turn_id, content: ' Take a hat.', seq: 1 },
@@ -391,7 +406,9 @@ describe('LlmGatewayClient', () => {
         type: 'tools_registered',
         count: frame.tools.length,
         tools: frame.tools.map((tool: any) =>
-          tool.name.startsWith('bad') ? { name: tool.name, status: 'failed', error: 'nope', code: 'TOOL_REGISTRATION_FAILED' } : { name: tool.name, status: 'registered' },
+          tool.name.startsWith('bad')
+            ? { name: tool.name, status: 'failed', error: 'nope', code: 'TOOL_REGISTRATION_FAILED' }
+            : { name: tool.name, status: 'registered' },
         ),
       });
       const registrations = await registering;
@@ -433,11 +450,16 @@ describe('LlmGatewayClient', () => {
       await connection.expectSilence();
     });
 
-    it('answers a callback with the handler\'s value, given the arguments and the call', async () => {
+    it("answers a callback with the handler's value, given the arguments and the call", async () => {
       const calls: any[] = [];
       const tool = { ...BATTERY, handler: (args: object, context: any) => (calls.push([args, context.callId, context.toolName]), { level: 85 }) };
       const { connection } = await withTools([tool]);
-      expect(await callBack(connection, 'get_battery', { unit: '%' })).toEqual({ type: 'tool_result', call_id: 'call-1', success: true, result: { level: 85 } });
+      expect(await callBack(connection, 'get_battery', { unit: '%' })).toEqual({
+        type: 'tool_result',
+        call_id: 'call-1',
+        success: true,
+        result: { level: 85 },
+      });
       expect(calls).toEqual([[{ unit: '%' }, 'call-1', 'get_battery']]);
     });
 
@@ -491,7 +513,7 @@ describe('LlmGatewayClient', () => {
       await connection.expectSilence();
     });
 
-    it('answers a call that names no turn (an agent\'s) even when a turn ends meanwhile', async () => {
+    it("answers a call that names no turn (an agent's) even when a turn ends meanwhile", async () => {
       let finish!: (value: unknown) => void;
       const reboot = { ...BATTERY, name: 'reboot', visibility: 'agents' as const, handler: () => new Promise((resolve) => (finish = resolve)) };
       const { client, connection } = await withTools([reboot]);
@@ -505,7 +527,7 @@ describe('LlmGatewayClient', () => {
       expect(await connection.next()).toEqual({ type: 'tool_result', call_id: 'agent-1', success: true, result: { rebooting: true } });
     });
 
-    it('sends each tool\'s visibility when it has one, and refuses one the gateway does not know', async () => {
+    it("sends each tool's visibility when it has one, and refuses one the gateway does not know", async () => {
       const { client, frame } = await withTools([
         { ...BATTERY, name: 'reboot', visibility: 'agents' },
         { ...BATTERY, name: 'get_mood', visibility: 'model' },
@@ -544,7 +566,10 @@ describe('LlmGatewayClient', () => {
 
       const again = await gateway.accept();
       expect(await again.next()).toEqual({ type: 'start_session', session_id: 'session-1' });
-      expect(await again.next()).toEqual({ type: 'register_tools', tools: [{ name: 'get_battery', description: 'Battery level', parameters: { type: 'object', properties: {} } }] });
+      expect(await again.next()).toEqual({
+        type: 'register_tools',
+        tools: [{ name: 'get_battery', description: 'Battery level', parameters: { type: 'object', properties: {} } }],
+      });
       expect(await again.next()).toEqual({ type: 'configure', clean_response: false, temperature: 0.3 });
       await again.expectSilence();
       again.send({ type: 'tools_registered', count: 1, tools: [{ name: 'get_battery', status: 'registered' }] });
@@ -685,7 +710,7 @@ describe('LlmGatewayClient', () => {
       ]);
     });
 
-    it('reports a push that interrupted the client\'s turn after that turn ends cancelled', async () => {
+    it("reports a push that interrupted the client's turn after that turn ends cancelled", async () => {
       const [client, connection] = await connected();
       const pushed = new Promise((resolve) => client.once('push', resolve));
       const turn = client.sendTurn('Tell me a story');
@@ -723,7 +748,13 @@ describe('LlmGatewayClient', () => {
       await connection.next();
       say(connection, 'Time to stretch.');
       connection.send({ type: 'error', code: 'TIMEOUT', message: 'a pushed turn timed out', turn_id: 'push-3', origin: 'push' });
-      const early = await Promise.race([ended.then(() => 'settled', () => 'failed'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 100))]);
+      const early = await Promise.race([
+        ended.then(
+          () => 'settled',
+          () => 'failed',
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 100)),
+      ]);
       expect(early).toBe('waiting');
       connection.status('idle', { message: 'Session ended', session_id: 'session-1' });
       connection.status('connected', { session_id: 'session-2' });
@@ -763,10 +794,12 @@ describe('LlmGatewayClient', () => {
       expect(await waited).toBe('back');
       expect(sessions.map(([, change]) => change)).toEqual([{ sessionId: 'session-1', previousSessionId: 'session-1', reason: 'resumed' }]);
       expect(client.registeredTools).toEqual(['get_battery']);
-      expect(pushes.map(([, push]) => push)).toEqual([{ turnId: 'push-held-1', content: 'You missed a call.', reminderId: 'rem-1', sentences: [], toolCalls: [] }]);
+      expect(pushes.map(([, push]) => push)).toEqual([
+        { turnId: 'push-held-1', content: 'You missed a call.', reminderId: 'rem-1', sentences: [], toolCalls: [] },
+      ]);
     });
 
-    it('abandons a pushed turn\'s device tool call when that push ends, and only then', async () => {
+    it("abandons a pushed turn's device tool call when that push ends, and only then", async () => {
       let signal: AbortSignal | undefined;
       const slow = { ...BATTERY, handler: (_args: object, context: any) => ((signal = context.signal), new Promise(() => undefined)) };
       const [client, connection] = await connected();

@@ -24,7 +24,7 @@ describe('request checks', () => {
     expect(() => checkSettings({ max_tokens: 0 })).toThrow(/max_tokens/);
   });
 
-  it('refuses empty or non-string text with the gateway\'s words', () => {
+  it("refuses empty or non-string text with the gateway's words", () => {
     expect(checkText(' hi ')).toBe(' hi ');
     expect(() => checkText('  ')).toThrow('Text cannot be empty');
     expect(() => checkText(42)).toThrow('text must be a string');

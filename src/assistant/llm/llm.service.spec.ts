@@ -16,7 +16,10 @@ describe('LlmService', () => {
   beforeEach(() => llm.reset());
 
   /** Every event of a conversation, answering each tool round with `results`. */
-  async function eventsOf(conversation: AsyncGenerator<ConversationEvent>, answerRound = (calls: { id: string }[]) => calls.map((call) => ({ callId: call.id, content: 'ok' }))) {
+  async function eventsOf(
+    conversation: AsyncGenerator<ConversationEvent>,
+    answerRound = (calls: { id: string }[]) => calls.map((call) => ({ callId: call.id, content: 'ok' })),
+  ) {
     const events: ConversationEvent[] = [];
     for await (const event of conversation) {
       events.push(event);
@@ -25,12 +28,18 @@ describe('LlmService', () => {
     return events;
   }
 
-  it('streams the answer as text events, then the reply\'s end, then the answer, reasoning removed', async () => {
+  it("streams the answer as text events, then the reply's end, then the answer, reasoning removed", async () => {
     llm.reply({ text: '<think>hmm</think>Hello there.' });
     const events = await eventsOf(service().converse(request));
-    const text = events.filter((event) => event.type === 'text').map((event) => (event as { delta: string }).delta).join('');
+    const text = events
+      .filter((event) => event.type === 'text')
+      .map((event) => (event as { delta: string }).delta)
+      .join('');
     expect(text).toBe('<think>hmm</think>Hello there.');
-    expect(events.slice(-2)).toEqual([{ type: 'reply-end', durationMs: expect.any(Number) }, { type: 'answer', text: 'Hello there.', rounds: 1 }]);
+    expect(events.slice(-2)).toEqual([
+      { type: 'reply-end', durationMs: expect.any(Number) },
+      { type: 'answer', text: 'Hello there.', rounds: 1 },
+    ]);
     expect(llm.requests[0].messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
   });
 
@@ -84,7 +93,7 @@ describe('LlmService', () => {
     expect(llm.streams[0].finished).toBe(false);
   });
 
-  it('stops at once when the caller\'s signal aborts, with the caller\'s reason', async () => {
+  it("stops at once when the caller's signal aborts, with the caller's reason", async () => {
     llm.reply({ text: 'slow', delayMs: 1500 });
     const abort = new AbortController();
     const reason = new Error('cancelled by the user');

@@ -280,7 +280,8 @@ class ReplyAssembler {
     this.chunks += 1;
     const delta = chunk.choices?.[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
     if (!delta) return undefined;
-    if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls)) this.firstTokenAt = performance.now();
+    if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls))
+      this.firstTokenAt = performance.now();
     if (delta.content) this.content += delta.content;
     if (delta.reasoning_content || delta.reasoning) this.reasoned = true;
     for (const call of delta.tool_calls ?? []) {
@@ -295,7 +296,11 @@ class ReplyAssembler {
   /** The reply; LLM_ERROR for a stream without a single chunk (a body that is not an event stream reads as one) or with only reasoning. */
   finish(): LlmReply {
     if (this.chunks === 0) {
-      throw new GatewayError(GatewayErrorCode.LLM_ERROR, 'Failed to process request', "The model's answer could not be read: it was not an event stream of chunks");
+      throw new GatewayError(
+        GatewayErrorCode.LLM_ERROR,
+        'Failed to process request',
+        "The model's answer could not be read: it was not an event stream of chunks",
+      );
     }
     const content = stripHiddenText(this.content);
     const toolCalls = this.calls.filter((call) => call !== undefined && call.name !== '');

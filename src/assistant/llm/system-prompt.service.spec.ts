@@ -15,13 +15,11 @@ describe('SystemPromptService', () => {
     return new SystemPromptService(config, characters);
   };
 
-  it('fills the spec\'s prompt with the current time', () => {
-    expect(service().build(settings, moment)).toBe(
-      DEFAULT_SYSTEM_PROMPT.replace('{current_time}', '2026-11-21 18:30:05 Saturday (Asia/Shanghai, UTC+08:00)'),
-    );
+  it("fills the spec's prompt with the current time", () => {
+    expect(service().build(settings, moment)).toBe(DEFAULT_SYSTEM_PROMPT.replace('{current_time}', '2026-11-21 18:30:05 Saturday (Asia/Shanghai, UTC+08:00)'));
   });
 
-  it('adds the session\'s language and character', () => {
+  it("adds the session's language and character", () => {
     const prompt = service().build({ ...settings, language: 'en', character: 'pirate_captain' }, moment);
     expect(prompt).toContain('Always answer in English (English), whatever language the user speaks.');
     expect(prompt).toContain('Role-play: you are Captain Redbeard.');

@@ -17,7 +17,9 @@ describe('CharacterCatalogueService', () => {
   };
 
   it('loads the shipped characters', () => {
-    const names = catalogue().list().map((c) => c.name);
+    const names = catalogue()
+      .list()
+      .map((c) => c.name);
     expect(names).toEqual(expect.arrayContaining(['pirate_captain', 'detective', 'grandma', 'li_bai', 'space_guide']));
   });
 

@@ -64,7 +64,13 @@ async function withinTimeout(work: Promise<unknown>, ms: number): Promise<boolea
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
   try {
-    return await Promise.race([work.then(() => true, () => false), expired]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => false,
+      ),
+      expired,
+    ]);
   } finally {
     clearTimeout(timer);
   }

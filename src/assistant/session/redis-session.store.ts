@@ -125,7 +125,15 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
   async create(session: Session): Promise<void> {
     const { id, owner, createdAt, lastActiveAt, settings, history } = session;
     const meta = { owner, createdAt: String(createdAt), lastActiveAt: String(lastActiveAt) };
-    const created = await this.write('createSession', this.keys(session), this.ttlMs, lastActiveAt, id, JSON.stringify(meta), JSON.stringify(encodeSettings(settings)));
+    const created = await this.write(
+      'createSession',
+      this.keys(session),
+      this.ttlMs,
+      lastActiveAt,
+      id,
+      JSON.stringify(meta),
+      JSON.stringify(encodeSettings(settings)),
+    );
     if (created !== 1) throw new Error(`Session ${id} already exists`);
     if (history.length > 0) await this.appendHistory(session, history, history.length);
   }
@@ -150,9 +158,7 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
   }
 
   async updateSettings(session: SessionRef, settings: Partial<SessionSettings>): Promise<boolean> {
-    const patch = Object.fromEntries(
-      Object.entries(settings).map(([key, value]) => [key, value === undefined ? false : JSON.stringify(value)]),
-    );
+    const patch = Object.fromEntries(Object.entries(settings).map(([key, value]) => [key, value === undefined ? false : JSON.stringify(value)]));
     return (await this.writeToSession('updateSessionSettings', session, JSON.stringify(patch))) === 1;
   }
 
@@ -175,9 +181,7 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
    */
   async trimOwner(owner: string, keep: number): Promise<number> {
     const picked = await this.redis.zrange(this.ownerKey(owner), 0, -(keep + 1), 'WITHSCORES');
-    const forgotten = await Promise.all(
-      pairs(picked).map(([id, score]) => this.write('forgetIdleSession', this.keys({ id, owner }), id, score)),
-    );
+    const forgotten = await Promise.all(pairs(picked).map(([id, score]) => this.write('forgetIdleSession', this.keys({ id, owner }), id, score)));
     return forgotten.filter((removed) => removed === 1).length;
   }
 

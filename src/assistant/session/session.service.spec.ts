@@ -49,7 +49,7 @@ describe('MemorySessionStore', () => {
     expect([await store.get('o1'), await store.get('o2'), await store.get('o3'), await store.get('x1')].map(Boolean)).toEqual([true, false, false, true]);
   });
 
-  it("trims an owner over its cap by walking only the sessions it removes, however many others the store holds", async () => {
+  it('trims an owner over its cap by walking only the sessions it removes, however many others the store holds', async () => {
     const crowded = new MemorySessionStore(100, () => now);
     for (let i = 0; i < 5_000; i += 1) await crowded.create({ ...session(`other-${i}`), owner: `owner-${i % 50}` });
     for (let i = 0; i < 10; i += 1) await crowded.create({ ...session(`mine-${i}`), owner: 'me' });

@@ -157,9 +157,9 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
     const previous = this.attachments.get(sessionId);
     this.attachments.set(sessionId, { connectionId, owner, onTakenOver, revision: previous?.revision ?? 0 });
     if (previous && previous.connectionId !== connectionId) previous.onTakenOver();
-    this.presence.announceAttach(sessionId).catch((error: Error) =>
-      this.logger.warn(`Could not announce session ${sessionId} to other instances: ${error.message}`),
-    );
+    this.presence
+      .announceAttach(sessionId)
+      .catch((error: Error) => this.logger.warn(`Could not announce session ${sessionId} to other instances: ${error.message}`));
   }
 
   /** How many sessions connections of this instance hold right now. */

@@ -43,7 +43,11 @@ function cleanLine(line: string, language: LanguageCode): string {
       .filter(Boolean)
       .join(', ');
   }
-  return toSpokenForms(text, language).replace(EMOJI, '').replace(DECORATIONS, '').replace(/[ \t]{2,}/g, ' ').trim();
+  return toSpokenForms(text, language)
+    .replace(EMOJI, '')
+    .replace(DECORATIONS, '')
+    .replace(/[ \t]{2,}/g, ' ')
+    .trim();
 }
 
 /**

@@ -10,8 +10,16 @@ function split(text: string, size = 3, options?: ConstructorParameters<typeof Se
 
 describe('SentenceSplitter', () => {
   it.each([
-    ['Western end punctuation followed by a space', 'It is sunny. Take a hat! Why not? Yes; fine.', ['It is sunny.', ' Take a hat!', ' Why not?', ' Yes;', ' fine.']],
-    ['Chinese end punctuation, with no space needed', '今天晴。明天有雨！要带伞吗？带上吧；好的…', ['今天晴。', '明天有雨！', '要带伞吗？', '带上吧；', '好的…']],
+    [
+      'Western end punctuation followed by a space',
+      'It is sunny. Take a hat! Why not? Yes; fine.',
+      ['It is sunny.', ' Take a hat!', ' Why not?', ' Yes;', ' fine.'],
+    ],
+    [
+      'Chinese end punctuation, with no space needed',
+      '今天晴。明天有雨！要带伞吗？带上吧；好的…',
+      ['今天晴。', '明天有雨！', '要带伞吗？', '带上吧；', '好的…'],
+    ],
     ['line breaks', 'First line\nSecond line\n\nThird', ['First line', '\nSecond line', '\n\nThird']],
     ['a number with a decimal point', 'Pi is 3.14 and e is 2.71. Done.', ['Pi is 3.14 and e is 2.71.', ' Done.']],
     ['abbreviations and initials', 'Dr. Smith met J. K. Rowling, e.g. at noon. Then left.', ['Dr. Smith met J. K. Rowling, e.g. at noon.', ' Then left.']],
@@ -59,7 +67,11 @@ describe('SentenceSplitter', () => {
       '请稍等。',
       '然后告诉你。',
     ]);
-    expect(split('Sure, let me look up the weather for you. Done.', 4, { firstClauseChars: 4 })).toEqual(['Sure,', ' let me look up the weather for you.', ' Done.']);
+    expect(split('Sure, let me look up the weather for you. Done.', 4, { firstClauseChars: 4 })).toEqual([
+      'Sure,',
+      ' let me look up the weather for you.',
+      ' Done.',
+    ]);
     expect(split('It costs 1,000 yuan, which is a lot.', 3, { firstClauseChars: 4 })).toEqual(['It costs 1,000 yuan,', ' which is a lot.']);
   });
 

@@ -10,7 +10,32 @@ const WESTERN_COMMAS = new Set([',', ':']);
 
 /** Words whose period does not end a sentence. */
 const ABBREVIATIONS = new Set([
-  'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st', 'vs', 'etc', 'e.g', 'i.e', 'no', 'fig', 'approx', 'inc', 'ltd', 'co', 'u.s', 'a.m', 'p.m', 'mt', 'ft', 'dept', 'est', 'cf',
+  'mr',
+  'mrs',
+  'ms',
+  'dr',
+  'prof',
+  'sr',
+  'jr',
+  'st',
+  'vs',
+  'etc',
+  'e.g',
+  'i.e',
+  'no',
+  'fig',
+  'approx',
+  'inc',
+  'ltd',
+  'co',
+  'u.s',
+  'a.m',
+  'p.m',
+  'mt',
+  'ft',
+  'dept',
+  'est',
+  'cf',
 ]);
 
 const CJK_CHAR = /[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]/;

@@ -123,10 +123,14 @@ async function connect() {
   // Closed once the client has scheduled its reconnection, which closing then cancels.
   listen('disconnected', ({ code, reason }) => {
     if (code !== CLOSE_REPLACED || client !== next) return;
-    queueMicrotask(() =>
-      void disconnect().then(() =>
-        showProblem(`${reason} (close ${code}): another connection named itself device "${deviceId}", so this page let it have the id and disconnected.`, 'replaced'),
-      ),
+    queueMicrotask(
+      () =>
+        void disconnect().then(() =>
+          showProblem(
+            `${reason} (close ${code}): another connection named itself device "${deviceId}", so this page let it have the id and disconnected.`,
+            'replaced',
+          ),
+        ),
     );
   });
   views.forEach((view) => view.connected(next, listen));

@@ -179,7 +179,11 @@ export function setupCatalogue(gateway) {
 function toolItem(tool, gateway) {
   const args = el('textarea', { rows: 4, spellcheck: 'false', 'aria-label': `Arguments of ${tool.name} (JSON)` });
   args.value = pretty(argumentsTemplate(tool.inputSchema, tool.examples[0]?.arguments));
-  const via = el('select', { 'aria-label': 'Call through' }, Object.keys(CALLERS).map((name) => el('option', { text: name })));
+  const via = el(
+    'select',
+    { 'aria-label': 'Call through' },
+    Object.keys(CALLERS).map((name) => el('option', { text: name })),
+  );
   const result = el('div', { class: 'call-result', 'aria-live': 'polite' });
 
   const call = async (/** @type {SubmitEvent} */ event) => {
@@ -219,7 +223,14 @@ function toolItem(tool, gateway) {
       el('pre', { text: pretty(tool.inputSchema) }),
       tool.outputSchema ? [el('h3', { text: 'Output schema' }), el('pre', { text: pretty(tool.outputSchema) })] : undefined,
       tool.examples.length > 0
-        ? [el('h3', { text: 'Examples' }), el('ul', {}, tool.examples.map((example) => el('li', { text: `${example.description} ${example.arguments ? pretty(example.arguments) : ''}` })))]
+        ? [
+            el('h3', { text: 'Examples' }),
+            el(
+              'ul',
+              {},
+              tool.examples.map((example) => el('li', { text: `${example.description} ${example.arguments ? pretty(example.arguments) : ''}` })),
+            ),
+          ]
         : undefined,
       el(
         'form',

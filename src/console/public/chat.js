@@ -100,8 +100,7 @@ export function setupChat() {
   const pushedLabel = (kind) => (kind.includes('pushed') ? el('small', { class: 'origin', text: 'Pushed by the gateway to this device' }) : undefined);
 
   /** How long the turn took to its first sentence and in all. @param {any} timing */
-  const timingText = (timing) =>
-    timing ? `first sentence ${timing.first_sentence_ms ?? '–'} ms · total ${timing.total_ms} ms` : undefined;
+  const timingText = (timing) => (timing ? `first sentence ${timing.first_sentence_ms ?? '–'} ms · total ${timing.total_ms} ms` : undefined);
 
   form.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
@@ -116,9 +115,7 @@ export function setupChat() {
 
   $('#session-new').addEventListener('click', () => client?.startSession().catch(showUnlessFrame));
   $('#session-end').addEventListener('click', () => client?.endSession().catch(showUnlessFrame));
-  $('#ping').addEventListener('click', () =>
-    client?.ping().then((ms) => note(`pong in ${ms} ms`), showUnlessFrame),
-  );
+  $('#ping').addEventListener('click', () => client?.ping().then((ms) => note(`pong in ${ms} ms`), showUnlessFrame));
   resumeForm.addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     client?.startSession(resumeForm.elements.sessionId.value.trim()).catch(showUnlessFrame);

@@ -77,7 +77,8 @@ const refusal = (answer) => {
 const refusedHere = (why) => failure(`INVALID_INPUT: ${why}`, meaningOf('INVALID_INPUT'));
 
 /** @param {string} origin @param {Error} error */
-const unreachable = (origin, error) => failure(`UNREACHABLE: no answer from ${origin}: ${error.message}`, 'Is the gateway running, and does it allow this page (ALLOWED_ORIGINS)?');
+const unreachable = (origin, error) =>
+  failure(`UNREACHABLE: no answer from ${origin}: ${error.message}`, 'Is the gateway running, and does it allow this page (ALLOWED_ORIGINS)?');
 
 /**
  * Shows in `result` how the requests of one form ended. An answer that arrives after a newer
@@ -95,7 +96,10 @@ function reporter(result, gateway) {
     const outcome = await send().catch((/** @type {Error} */ error) => unreachable(gateway().origin, error));
     if (mine !== latest) return;
     result.dataset.ok = String(outcome.ok);
-    result.replaceChildren(el('p', { class: outcome.ok ? 'ok' : 'failed', text: outcome.headline }), ...(outcome.details ?? []).filter((node) => node !== undefined));
+    result.replaceChildren(
+      el('p', { class: outcome.ok ? 'ok' : 'failed', text: outcome.headline }),
+      ...(outcome.details ?? []).filter((node) => node !== undefined),
+    );
   };
 }
 
@@ -129,7 +133,8 @@ function toolItem(deviceId, tool, gateway) {
       } catch (error) {
         return refusedHere(`the arguments are not JSON: ${/** @type {Error} */ (error).message}`);
       }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return refusedHere('the arguments must be a JSON object, such as {"room": "hall"}');
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        return refusedHere('the arguments must be a JSON object, such as {"room": "hall"}');
       const started = performance.now();
       const answer = await request(gateway(), 'POST', devicePath(deviceId, 'tools', tool.name), parsed);
       if (!answer.ok) return refusal(answer);
@@ -195,7 +200,9 @@ class DeviceCard {
 
     const say = (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
-      void reportSay(async () => receipt(await request(this.gateway(), 'POST', devicePath(this.id, 'say'), { text: sayText.value, interrupt: interrupt.checked })));
+      void reportSay(async () =>
+        receipt(await request(this.gateway(), 'POST', devicePath(this.id, 'say'), { text: sayText.value, interrupt: interrupt.checked })),
+      );
     };
     const turn = (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
@@ -240,7 +247,8 @@ class DeviceCard {
     }
     const items = [...next.values()].map(({ item }) => item);
     // Moving a node out of the page and back would take the focus from a field being typed in.
-    if (items.length !== this.toolList.children.length || items.some((item, index) => this.toolList.children[index] !== item)) this.toolList.replaceChildren(...items);
+    if (items.length !== this.toolList.children.length || items.some((item, index) => this.toolList.children[index] !== item))
+      this.toolList.replaceChildren(...items);
     this.tools = next;
     this.noTools.hidden = items.length > 0;
   }

@@ -115,11 +115,37 @@ describe('AuditService', () => {
   });
 
   it('writes one line per turn, with the input and answer only with AUDIT_LOG_ARGUMENTS', () => {
-    start().turn({ principal: 'token:fedcba9876543210', turnId: 't-9', sessionId: 's-1', outcome: 'ok', durationMs: 12.345, toolCalls: 2, input: 'hi', answer: 'hello' });
-    start({ AUDIT_LOG_ARGUMENTS: 'true' }).turn({ principal: { name: 'kitchen-speaker' }, turnId: 't-10', outcome: 'TIMEOUT', durationMs: 1, toolCalls: 0, input: 'hi' });
+    start().turn({
+      principal: 'token:fedcba9876543210',
+      turnId: 't-9',
+      sessionId: 's-1',
+      outcome: 'ok',
+      durationMs: 12.345,
+      toolCalls: 2,
+      input: 'hi',
+      answer: 'hello',
+    });
+    start({ AUDIT_LOG_ARGUMENTS: 'true' }).turn({
+      principal: { name: 'kitchen-speaker' },
+      turnId: 't-10',
+      outcome: 'TIMEOUT',
+      durationMs: 1,
+      toolCalls: 0,
+      input: 'hi',
+    });
     expect(log.audit).toEqual([
       { event: 'turn', token: 'token#fedcba98', protocol: 'llm', turn_id: 't-9', session_id: 's-1', outcome: 'ok', duration_ms: 12.3, tool_calls: 2 },
-      { event: 'turn', token: 'kitchen-speaker', protocol: 'llm', turn_id: 't-10', session_id: undefined, outcome: 'TIMEOUT', duration_ms: 1, tool_calls: 0, input: 'hi' },
+      {
+        event: 'turn',
+        token: 'kitchen-speaker',
+        protocol: 'llm',
+        turn_id: 't-10',
+        session_id: undefined,
+        outcome: 'TIMEOUT',
+        duration_ms: 1,
+        tool_calls: 0,
+        input: 'hi',
+      },
     ]);
   });
 

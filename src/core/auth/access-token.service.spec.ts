@@ -53,7 +53,9 @@ describe('AccessTokenService with OIDC_ISSUERS', () => {
   it('words the challenges of RFC 6750 and RFC 9728', () => {
     const tokens = service();
     expect(tokens.challenge(undefined, '/mcp', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp"');
-    expect(tokens.challenge('invalid_token', '/tools', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource", error="invalid_token"');
+    expect(tokens.challenge('invalid_token', '/tools', 'x')).toBe(
+      'Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource", error="invalid_token"',
+    );
     expect(tokens.challenge('insufficient_scope', '/mcp', 'x', 'a b')).toBe(
       'Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="a b"',
     );

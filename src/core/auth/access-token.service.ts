@@ -220,9 +220,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     let named: NamedToken | undefined;
     for (const entry of this.named) if (timingSafeEqual(candidate, entry.digest)) named ??= entry;
     if (named) return { ok: true, principal: `${NAMED_PREFIX}${named.name}` };
-    return matched
-      ? { ok: true, principal: `token:${candidate.toString('hex').slice(0, 16)}` }
-      : { ok: false, status: 403, reason: 'Invalid token' };
+    return matched ? { ok: true, principal: `token:${candidate.toString('hex').slice(0, 16)}` } : { ok: false, status: 403, reason: 'Invalid token' };
   }
 
   /**

@@ -37,7 +37,13 @@ export const FULL_ACCESS: Grant = Object.freeze({ mayUseTool: () => true, restri
  * Nothing: a named token that a reload of the file removed, seen on a connection it opened
  * before. The connection stays, but sees no tool and holds no turn.
  */
-export const NO_ACCESS: Grant = Object.freeze({ protocols: new Set<string>(), mayUseTool: () => false, restrictsTools: true, llm: false, devices: () => false });
+export const NO_ACCESS: Grant = Object.freeze({
+  protocols: new Set<string>(),
+  mayUseTool: () => false,
+  restrictsTools: true,
+  llm: false,
+  devices: () => false,
+});
 
 /** Whether the grant restricts nothing a caller could read or do (rate limits and connection caps aside). */
 export function hasFullAccess(grant: Grant): boolean {

@@ -139,7 +139,11 @@ describe('JwtAccessTokens', () => {
   it('refuses an untrusted issuer without fetching anything', async () => {
     const fetchImpl = jest.fn();
     const tokens = new JwtAccessTokens(settings(), fetchImpl as unknown as typeof fetch);
-    const token = await new SignJWT({ sub: 'x' }).setProtectedHeader({ alg: 'ES256' }).setIssuer('http://evil.test').setAudience('http://gateway.test').sign(published[0].privateKey);
+    const token = await new SignJWT({ sub: 'x' })
+      .setProtectedHeader({ alg: 'ES256' })
+      .setIssuer('http://evil.test')
+      .setAudience('http://gateway.test')
+      .sign(published[0].privateKey);
     expect(await tokens.verify(token)).toEqual({ ok: false, reason: 'Invalid token: its issuer is not trusted' });
     expect(fetchImpl).not.toHaveBeenCalled();
   });

@@ -1,5 +1,18 @@
 import { createHash } from 'crypto';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwksCache, jwtVerify, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput, type JWKSCacheInput, type KeyLike } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  jwksCache,
+  jwtVerify,
+  type JWSHeaderParameters,
+  type JWTPayload,
+  type FlattenedJWSInput,
+  type JWKSCacheInput,
+  type KeyLike,
+} from 'jose';
 import type { GatewayConfig } from '../../config/gateway-config';
 
 export type OidcSettings = GatewayConfig['auth']['oidc'];
@@ -17,8 +30,7 @@ const DISCOVERY_RETRY_MS = 10_000;
 
 /** What a JWT's check found: who it is, and the claims the grant rules read. */
 export type JwtVerification =
-  | { ok: true; principal: string; issuer: string; claims: JWTPayload; scopes: ReadonlySet<string>; expiresAt?: number }
-  | { ok: false; reason: string };
+  { ok: true; principal: string; issuer: string; claims: JWTPayload; scopes: ReadonlySet<string>; expiresAt?: number } | { ok: false; reason: string };
 
 /** Whether `token` is shaped as a JWS compact serialisation (three dot-separated parts, a JSON header with `alg`). */
 export function looksLikeJwt(token: string): boolean {
@@ -152,11 +164,7 @@ export class JwtAccessTokens {
     }
     issuer.discovering ??= this.discover(issuer.url).then(
       (jwksUri) => {
-        issuer.keys = withStaleKeys(
-          jwksUri,
-          this.settings.fetchTimeoutMs,
-          this.settings.jwksCooldownMs,
-        );
+        issuer.keys = withStaleKeys(jwksUri, this.settings.fetchTimeoutMs, this.settings.jwksCooldownMs);
         issuer.discovering = undefined;
         return issuer.keys;
       },

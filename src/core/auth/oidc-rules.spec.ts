@@ -3,7 +3,11 @@ import { parseTokensDocument, TokensFileError } from './tokens-file';
 
 const parse = (text: string) => parseTokensDocument(text, '/etc/tokens.yaml');
 
-const facts = (claims: Record<string, unknown>, scopes: string[] = []): JwtFacts => ({ issuer: 'https://idp.test', claims: { sub: 'alice', ...claims }, scopes: new Set(scopes) });
+const facts = (claims: Record<string, unknown>, scopes: string[] = []): JwtFacts => ({
+  issuer: 'https://idp.test',
+  claims: { sub: 'alice', ...claims },
+  scopes: new Set(scopes),
+});
 
 describe('the oidc rules of the tokens file', () => {
   const { oidc } = parse(`

@@ -45,7 +45,14 @@ describe('parseTokensFile', () => {
 `,
       'tokens.yaml',
     );
-    expect(kitchen.grant).toMatchObject({ name: 'kitchen-speaker', llm: false, turnsPerMinute: 30, toolCallsPerMinute: 120, maxConnections: 5, restrictsTools: true });
+    expect(kitchen.grant).toMatchObject({
+      name: 'kitchen-speaker',
+      llm: false,
+      turnsPerMinute: 30,
+      toolCallsPerMinute: 120,
+      maxConnections: 5,
+      restrictsTools: true,
+    });
     expect([...kitchen.grant.protocols!]).toEqual(['llm', 'mcp']);
     expect(kitchen.grant.mayUseTool('get_weather')).toBe(true);
     expect(kitchen.grant.mayUseTool('calculator')).toBe(false);
@@ -86,8 +93,7 @@ describe('AccessTokenService with AUTH_TOKENS_FILE', () => {
   let dir: string;
   let path: string;
   const write = (text: string) => writeFileSync(path, text, { mode: 0o600 });
-  const service = (settings: Record<string, string> = {}) =>
-    new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS_FILE: path, ...settings }));
+  const service = (settings: Record<string, string> = {}) => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS_FILE: path, ...settings }));
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'vtg-tokens-'));
@@ -95,7 +101,7 @@ describe('AccessTokenService with AUTH_TOKENS_FILE', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('names a file token\'s principal after it, keeps AUTH_TOKENS at full access, and refuses everyone else', () => {
+  it("names a file token's principal after it, keeps AUTH_TOKENS at full access, and refuses everyone else", () => {
     write('tokens: [{name: kitchen, token: kitchen-secret, tools: [get_current_time]}]');
     const tokens = service({ AUTH_TOKENS: 'shared-secret' });
     const kitchen = tokens.authenticate('kitchen-secret');

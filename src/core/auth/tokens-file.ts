@@ -182,10 +182,14 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   else if (token !== undefined) {
     if (typeof token !== 'string' || token.length < 8) problem('token must be a string of at least 8 characters');
     else digest = tokenDigest(token);
-  } else if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) problem('sha256 must be the 64 hex digits of the token\'s SHA-256 digest');
+  } else if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) problem("sha256 must be the 64 hex digits of the token's SHA-256 digest");
   else digest = Buffer.from(sha256, 'hex');
 
-  const grant = readGrant({ protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices }, problem, typeof name === 'string' ? name : '');
+  const grant = readGrant(
+    { protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices },
+    problem,
+    typeof name === 'string' ? name : '',
+  );
   if (digest === undefined || typeof name !== 'string') return undefined;
   return { name, digest, grant };
 }

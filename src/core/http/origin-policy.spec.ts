@@ -14,7 +14,7 @@ describe('OriginPolicy', () => {
       expect(policy.refusal({}, '::')).toBeUndefined();
     });
 
-    it('takes the gateway\'s own pages and the allowed origins, and refuses other pages, localhost ones included', () => {
+    it("takes the gateway's own pages and the allowed origins, and refuses other pages, localhost ones included", () => {
       expect(policy.refusal({ host: 'gateway.example.com', origin: 'https://gateway.example.com' }, '0.0.0.0')).toBeUndefined();
       expect(policy.refusal({ host: 'gateway.example.com', origin: 'https://console.example.com' }, '0.0.0.0')).toBeUndefined();
       expect(policy.refusal({ host: 'gateway.example.com', origin: 'http://localhost:3000' }, '0.0.0.0')).toContain('Origin "http://localhost:3000"');
@@ -59,7 +59,8 @@ describe('OriginPolicy', () => {
   });
 
   it('knows loopback names and addresses', () => {
-    for (const host of ['localhost', 'LOCALHOST', 'app.localhost', '127.0.0.1', '127.8.9.10', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ['localhost', 'LOCALHOST', 'app.localhost', '127.0.0.1', '127.8.9.10', '::1', '[::1]', '::ffff:127.0.0.1'])
+      expect(isLoopbackHost(host)).toBe(true);
     for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com', 'localhost.example.com', '128.0.0.1']) expect(isLoopbackHost(host)).toBe(false);
   });
 });

@@ -13,7 +13,6 @@ function hostnameOf(host: string): string | undefined {
   }
 }
 
-
 /**
  * The address the listener that accepted `request` is bound to (`0.0.0.0`, `127.0.0.1`...):
  * whether the request came through a loopback-only listener. Node sets `server` on the sockets

@@ -5,7 +5,6 @@ import { Server as TlsServer } from 'tls';
 import type { RequestHeaderLimits } from '../../config/gateway-config';
 import { ThrottledWarning } from '../logging/throttled-warning';
 
-
 /**
  * Against slowloris: a connection that never finishes its first request (an HTTP request or a
  * WebSocket upgrade) is counted from the moment it opens and dropped once `timeoutMs` has passed,

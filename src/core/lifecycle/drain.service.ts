@@ -64,7 +64,9 @@ export class DrainService implements BeforeApplicationShutdown {
     clearTimeout(timer);
     if (outcome === 'timeout') {
       const seconds = drainTimeoutMs / 1000;
-      const abandoned = this.tools.abandonCallsRunning(`The gateway is shutting down and the call did not finish within ${seconds} s (SHUTDOWN_DRAIN_TIMEOUT); call again`);
+      const abandoned = this.tools.abandonCallsRunning(
+        `The gateway is shutting down and the call did not finish within ${seconds} s (SHUTDOWN_DRAIN_TIMEOUT); call again`,
+      );
       await afterPendingCallbacks();
       this.logger.warn(`Work still in flight after ${seconds} s (${abandoned} tool calls answered with an error); closing anyway`);
     } else {

@@ -7,7 +7,10 @@ import { isPromise, MaybePromise } from '../maybe-promise';
  */
 export class TooManyCallsError extends GatewayError {
   constructor(limit: number) {
-    super(GatewayErrorCode.RATE_LIMITED, `Too many calls in flight on this connection: at most ${limit} (WS_MAX_CALLS_IN_FLIGHT); wait for an answer before the next call`);
+    super(
+      GatewayErrorCode.RATE_LIMITED,
+      `Too many calls in flight on this connection: at most ${limit} (WS_MAX_CALLS_IN_FLIGHT); wait for an answer before the next call`,
+    );
     this.name = 'TooManyCallsError';
   }
 }

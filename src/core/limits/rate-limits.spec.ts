@@ -24,7 +24,11 @@ describe('MemoryRateLimiter', () => {
 describe('RateLimitedError', () => {
   it('rounds the wait up to whole seconds, at least one', () => {
     expect(new RateLimitedError('turns', 3, 60_000, 1).wait).toEqual({ retry_after_s: 1 });
-    expect(new RateLimitedError('turns', 3, 60_000, 12_001)).toMatchObject({ code: 'RATE_LIMITED', retryAfterS: 13, message: expect.stringMatching(/at most 3 turns per 60 s; try again in 13 s/) });
+    expect(new RateLimitedError('turns', 3, 60_000, 12_001)).toMatchObject({
+      code: 'RATE_LIMITED',
+      retryAfterS: 13,
+      message: expect.stringMatching(/at most 3 turns per 60 s; try again in 13 s/),
+    });
   });
 });
 
@@ -33,7 +37,9 @@ describe('RateLimitService', () => {
     const dir = mkdtempSync(join(tmpdir(), 'vtg-limits-'));
     try {
       const path = join(dir, 'tokens.yaml');
-      writeFileSync(path, 'tokens: [{name: free, token: free-secret}, {name: tight, token: tight-secret, rate_limits: {tool_calls_per_minute: 1}}]', { mode: 0o600 });
+      writeFileSync(path, 'tokens: [{name: free, token: free-secret}, {name: tight, token: tight-secret, rate_limits: {tool_calls_per_minute: 1}}]', {
+        mode: 0o600,
+      });
       const config = loadGatewayConfig({ AUTH_TOKENS_FILE: path, AUTH_TOKENS: 'shared-secret' });
       const limits = new RateLimitService(config, new AccessTokenService(config));
       for (let i = 0; i < 3; i += 1) {

@@ -13,7 +13,11 @@ describe('redaction and clipping', () => {
   it('redacts every string of a value, however deep, and copies the rest', () => {
     const hide = (text: string) => text.split('s3cret').join('***');
     const result = { content: [{ type: 'text', text: 'token s3cret echoed' }], structuredContent: { echo: ['s3cret', 5, null, true] }, isError: false };
-    expect(redactStrings(result, hide)).toEqual({ content: [{ type: 'text', text: 'token *** echoed' }], structuredContent: { echo: ['***', 5, null, true] }, isError: false });
+    expect(redactStrings(result, hide)).toEqual({
+      content: [{ type: 'text', text: 'token *** echoed' }],
+      structuredContent: { echo: ['***', 5, null, true] },
+      isError: false,
+    });
     expect(result.content[0].text).toBe('token s3cret echoed');
   });
 

@@ -6,7 +6,10 @@ const address = (port: number) => ({ address: '0.0.0.0', family: 'IPv4', port })
 
 describe('startupSummary', () => {
   it('says where everything is, with localhost for a wildcard bind, and what is on', () => {
-    const lines = startupSummary(loadGatewayConfig({ CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: true, LLM_MODEL: 'qwen3:8b', LLM_BASE_URL: 'http://127.0.0.1:11434/v1/' }), address(9400));
+    const lines = startupSummary(
+      loadGatewayConfig({ CLOUD_HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: true, LLM_MODEL: 'qwen3:8b', LLM_BASE_URL: 'http://127.0.0.1:11434/v1/' }),
+      address(9400),
+    );
     expect(lines).toEqual([
       'Listening on 0.0.0.0:9400',
       'Web console: http://localhost:9400/',

@@ -2,7 +2,6 @@ import type { AddressInfo } from 'net';
 import { GatewayConfig, hasTokens } from '../../config/gateway-config';
 import { redactUrl } from './redact';
 
-
 /**
  * The host to put in URLs a person can open: a wildcard bind (`0.0.0.0`, `::`) is reachable
  * as localhost from the machine itself; IPv6 literals need brackets.
@@ -49,12 +48,15 @@ export function startupSummary(config: GatewayConfig, address: AddressInfo): str
 
 function authLine({ auth, mcp }: GatewayConfig): string {
   const named = auth.tokensFile === undefined ? '' : `${auth.tokens.length > 0 ? ', ' : ''}named tokens in AUTH_TOKENS_FILE`;
-  const shared =
-    !hasTokens(auth)
-      ? 'off (AUTH_TOKENS is empty: anyone who reaches the port may use every protocol but MCP)'
-      : `on (${auth.tokens.length > 0 ? `${auth.tokens.length} token${auth.tokens.length === 1 ? '' : 's'} in AUTH_TOKENS` : ''}${named})`;
+  const shared = !hasTokens(auth)
+    ? 'off (AUTH_TOKENS is empty: anyone who reaches the port may use every protocol but MCP)'
+    : `on (${auth.tokens.length > 0 ? `${auth.tokens.length} token${auth.tokens.length === 1 ? '' : 's'} in AUTH_TOKENS` : ''}${named})`;
   if (!mcp.enabled) return shared;
-  const configured = [mcp.ws.authToken ? 'MCP_WS_AUTH_TOKEN' : '', auth.tokens.length > 0 ? 'AUTH_TOKENS' : '', auth.tokensFile ? 'AUTH_TOKENS_FILE' : ''].filter(Boolean);
+  const configured = [
+    mcp.ws.authToken ? 'MCP_WS_AUTH_TOKEN' : '',
+    auth.tokens.length > 0 ? 'AUTH_TOKENS' : '',
+    auth.tokensFile ? 'AUTH_TOKENS_FILE' : '',
+  ].filter(Boolean);
   let mcpTokens: string;
   if (configured.length > 0) mcpTokens = configured.join(' and ');
   else if (mcp.ws.authTokenFile) mcpTokens = `a token generated for this run, in ${mcp.ws.authTokenFile}`;

@@ -64,7 +64,11 @@ describe('JsonSchemaCompiler', () => {
   });
 
   it('matches patterns in linear time, so a catastrophic pattern costs nothing', () => {
-    const check = compiler.compile({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } }, patternProperties: { '^(x+x+)+y$': { type: 'number' } } });
+    const check = compiler.compile({
+      type: 'object',
+      properties: { s: { type: 'string', pattern: '^(a+)+$' } },
+      patternProperties: { '^(x+x+)+y$': { type: 'number' } },
+    });
     const started = process.hrtime.bigint();
     expect(check({ s: `${'a'.repeat(5000)}!` })).toMatch(/argument "s" must match pattern/);
     expect(check({ s: 'aaaa', [`${'x'.repeat(5000)}y`]: 'no' })).toMatch(/must be number/);
@@ -74,7 +78,9 @@ describe('JsonSchemaCompiler', () => {
   });
 
   it('refuses patterns a linear-time engine cannot run, saying why', () => {
-    expect(() => compiler.compile({ type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } })).toThrow(/pattern "\(a\)\\\\1" is not supported.*backreferences/);
+    expect(() => compiler.compile({ type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } })).toThrow(
+      /pattern "\(a\)\\\\1" is not supported.*backreferences/,
+    );
     expect(() => compiler.compile({ type: 'object', properties: { s: { type: 'string', pattern: '(?<=a)b' } } })).toThrow(/lookaround/);
   });
 

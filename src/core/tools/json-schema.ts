@@ -31,15 +31,18 @@ export const DEFAULT_SCHEMA_BUDGET: SchemaBudget = { maxBytes: 262_144, maxDepth
  * tool is refused at registration with the reason. Flags are ignored: RE2 matches Unicode
  * code points, as JSON Schema's `u` asks. The string form keys ajv's scope, one per pattern.
  */
-const linearRegExp: RegExpEngine = Object.assign((pattern: string) => {
-  let compiled: RE2JS;
-  try {
-    compiled = RE2JS.compile(pattern);
-  } catch (error) {
-    throw new Error(`pattern ${JSON.stringify(pattern)} is not supported (${(error as Error).message}); lookaround and backreferences are not allowed`);
-  }
-  return { test: (text: string) => compiled.matcher(text).find(), toString: () => `/${pattern}/u` };
-}, { code: 'linearRegExp' });
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(pattern);
+    } catch (error) {
+      throw new Error(`pattern ${JSON.stringify(pattern)} is not supported (${(error as Error).message}); lookaround and backreferences are not allowed`);
+    }
+    return { test: (text: string) => compiled.matcher(text).find(), toString: () => `/${pattern}/u` };
+  },
+  { code: 'linearRegExp' },
+);
 
 const COMMON_OPTIONS = { allErrors: true, strict: false, useDefaults: true, code: { regExp: linearRegExp } } as const;
 

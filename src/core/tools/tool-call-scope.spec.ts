@@ -59,7 +59,7 @@ describe('ToolCallScope', () => {
     expect(served.signal?.aborted).toBe(false);
   });
 
-  it('of a turn: the session, the turn and its round\'s signal; limited as a turn, not call by call', () => {
+  it("of a turn: the session, the turn and its round's signal; limited as a turn, not call by call", () => {
     const round = new AbortController();
     const scope = ToolCallScope.ofTurn({ ...connection, protocol: 'llm' }, { sessionId: 's-1', turnId: 't-1', signal: round.signal });
     expect({ ...scope }).toEqual({

@@ -23,8 +23,7 @@ const tool = (name: string, handler: ToolSpec['handler']): ToolSpec => ({
 });
 
 /** Settles only when `signal` aborts, as a well-behaved long handler does. */
-const untilAborted = (signal: AbortSignal) =>
-  new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+const untilAborted = (signal: AbortSignal) => new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
 
 describe('ToolCallService', () => {
   let dir: string;
@@ -73,7 +72,7 @@ describe('ToolCallService', () => {
     expect(scope.callsInFlight?.count).toBe(0);
   });
 
-  it('looks tools up as the scope sees the catalogue: its principal\'s grant, its connection\'s own tools', () => {
+  it("looks tools up as the scope sees the catalogue: its principal's grant, its connection's own tools", () => {
     registry.register({ ...tool('battery', () => 80), source: 'client:c-1' }, 'c-1');
     const kitchen = ToolCallScope.ofConnection(connection(KITCHEN));
     expect(toolCalls.prepare(kitchen, 'secret', {}).problem).toMatchObject({ code: 'TOOL_NOT_FOUND' });
@@ -83,7 +82,7 @@ describe('ToolCallService', () => {
     expect(toolCalls.call(ToolCallScope.ofConnection(connection()), 'secret', {})).toMatchObject({ ok: true });
   });
 
-  it('counts calls against the token\'s tool_calls_per_minute, but not those of a turn, which was counted as a turn', () => {
+  it("counts calls against the token's tool_calls_per_minute, but not those of a turn, which was counted as a turn", () => {
     const scope = ToolCallScope.ofConnection(connection(KITCHEN));
     toolCalls.call(scope, 'echo', {});
     toolCalls.call(scope, 'echo', {});
@@ -93,7 +92,7 @@ describe('ToolCallService', () => {
     expect(seen.at(-1)).toMatchObject({ sessionId: 's-1', turnId: 't-1' });
   });
 
-  it('holds a place among the connection\'s calls in flight until the call settles, and refuses a call past them', async () => {
+  it("holds a place among the connection's calls in flight until the call settles, and refuses a call past them", async () => {
     const scope = ToolCallScope.ofConnection(connection(undefined, { callsInFlight: new CallsInFlight(1) }));
     const controls: ToolCallControls = {};
     const waiting = toolCalls.call(scope, 'wait', {}, controls);
@@ -105,7 +104,7 @@ describe('ToolCallService', () => {
     expect(toolCalls.call(scope, 'echo', {})).toMatchObject({ ok: true });
   });
 
-  it('stops a running call when the scope\'s signal aborts: its connection closed', async () => {
+  it("stops a running call when the scope's signal aborts: its connection closed", async () => {
     const closes = new AbortController();
     const running = toolCalls.call(ToolCallScope.ofConnection(connection(undefined, { signal: closes.signal })), 'wait', {});
     expect(registry.callsRunning).toBe(1);
@@ -114,7 +113,7 @@ describe('ToolCallService', () => {
     expect(registry.callsRunning).toBe(0);
   });
 
-  it('passes a streaming tool\'s pieces to onPartial and lets the caller cancel the call', async () => {
+  it("passes a streaming tool's pieces to onPartial and lets the caller cancel the call", async () => {
     const pieces: unknown[] = [];
     const scope = ToolCallScope.ofConnection(connection());
     const streamed = toolCalls.call(scope, 'count', {}, { onPartial: (piece) => pieces.push(piece) });

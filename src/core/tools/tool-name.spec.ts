@@ -1,9 +1,8 @@
 import { isValidToolName, toolNameProblem } from './tool-name';
 
 describe('tool names (LLM gateway spec 4.6)', () => {
-  it.each(['get_battery', 'device.light.turn_on', 'weather.get_current', 'sensor.temperature.read', '_private', 'a', 'x'.repeat(64)])(
-    'accepts %s',
-    (name) => expect(isValidToolName(name)).toBe(true),
+  it.each(['get_battery', 'device.light.turn_on', 'weather.get_current', 'sensor.temperature.read', '_private', 'a', 'x'.repeat(64)])('accepts %s', (name) =>
+    expect(isValidToolName(name)).toBe(true),
   );
 
   it.each([

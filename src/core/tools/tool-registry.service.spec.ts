@@ -155,9 +155,23 @@ describe('ToolRegistryService', () => {
       await expect(call('reading', { text: 'x' })).resolves.toMatchObject({ ok: true, value: { celsius: 21 }, content: [{ text: '21 °C' }] });
     });
 
-    it('reports a ToolError\'s message and hides other exceptions', async () => {
-      registry.register(echo({ name: 'fails', handler: () => { throw new ToolError('Device offline', { retry: true }); } }));
-      registry.register(echo({ name: 'crashes', handler: () => { throw new Error('password=hunter2 at db.internal'); } }));
+    it("reports a ToolError's message and hides other exceptions", async () => {
+      registry.register(
+        echo({
+          name: 'fails',
+          handler: () => {
+            throw new ToolError('Device offline', { retry: true });
+          },
+        }),
+      );
+      registry.register(
+        echo({
+          name: 'crashes',
+          handler: () => {
+            throw new Error('password=hunter2 at db.internal');
+          },
+        }),
+      );
       await expect(call('fails', { text: 'x' })).resolves.toMatchObject({
         ok: false,
         code: 'TOOL_EXECUTION_FAILED',
@@ -274,8 +288,24 @@ describe('ToolRegistryService', () => {
     });
 
     it('ends in the final result: the returned value, else the last piece', async () => {
-      registry.register(echo({ name: 'returns', async *handler() { yield 1; return 2; } }));
-      registry.register(echo({ name: 'yields', async *handler() { yield 1; yield 3; } }));
+      registry.register(
+        echo({
+          name: 'returns',
+          async *handler() {
+            yield 1;
+            return 2;
+          },
+        }),
+      );
+      registry.register(
+        echo({
+          name: 'yields',
+          async *handler() {
+            yield 1;
+            yield 3;
+          },
+        }),
+      );
       registry.register(echo({ name: 'empty', async *handler() {} }));
       await expect(call('returns', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 2 });
       await expect(call('yields', { text: 'x' })).resolves.toMatchObject({ ok: true, value: 3 });
@@ -283,7 +313,17 @@ describe('ToolRegistryService', () => {
     });
 
     it('streams any AsyncIterable a handler returns, and reports a plain result as the outcome alone', async () => {
-      registry.register(echo({ name: 'iterable', handler: () => ({ async *[Symbol.asyncIterator]() { yield 'a'; yield 'b'; } }) }));
+      registry.register(
+        echo({
+          name: 'iterable',
+          handler: () => ({
+            async *[Symbol.asyncIterator]() {
+              yield 'a';
+              yield 'b';
+            },
+          }),
+        }),
+      );
       expect((await streamOf('iterable', { text: 'x' })).map((event) => event.type)).toEqual(['partial', 'partial', 'outcome']);
       registry.register(echo());
       expect(await streamOf('echo', { text: 'hi' })).toEqual([{ type: 'outcome', outcome: expect.objectContaining({ ok: true, value: 'hi' }) }]);
@@ -291,7 +331,15 @@ describe('ToolRegistryService', () => {
 
     it('validates before the generator starts, and answers an unknown tool', async () => {
       const started = jest.fn();
-      registry.register(echo({ name: 'count', async *handler() { started(); yield 1; } }));
+      registry.register(
+        echo({
+          name: 'count',
+          async *handler() {
+            started();
+            yield 1;
+          },
+        }),
+      );
       expect(await streamOf('count', { text: 7 })).toEqual([
         { type: 'outcome', outcome: expect.objectContaining({ ok: false, code: 'INVALID_TOOL_PARAMETERS' }) },
       ]);
@@ -334,7 +382,10 @@ describe('ToolRegistryService', () => {
         }),
       );
       const events = await streamOf('slow', { text: 'x' });
-      expect(events).toEqual([{ type: 'partial', value: 'early' }, { type: 'outcome', outcome: expect.objectContaining({ code: 'TOOL_TIMEOUT' }) }]);
+      expect(events).toEqual([
+        { type: 'partial', value: 'early' },
+        { type: 'outcome', outcome: expect.objectContaining({ code: 'TOOL_TIMEOUT' }) },
+      ]);
       await new Promise((resolve) => setImmediate(resolve));
       expect(closed).toBe(true);
     });

@@ -32,5 +32,4 @@ export interface ToolMetadata extends ToolOptions {
 export const Tool = (options: ToolOptions): MethodDecorator => SetMetadata(TOOL_METADATA, options);
 
 /** `@Tool()` for the tools the gateway ships itself (source `builtin`). */
-export const BuiltinTool = (options: ToolOptions): MethodDecorator =>
-  SetMetadata(TOOL_METADATA, { ...options, source: 'builtin' } satisfies ToolMetadata);
+export const BuiltinTool = (options: ToolOptions): MethodDecorator => SetMetadata(TOOL_METADATA, { ...options, source: 'builtin' } satisfies ToolMetadata);

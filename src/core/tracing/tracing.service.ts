@@ -150,8 +150,7 @@ export class TracingService implements ToolCallWatcher, OnModuleInit, OnApplicat
     const active = trace.setSpan(parent, span);
     return {
       within: (run) => context.with(active, run),
-      ended: (outcome: ToolOutcome) =>
-        outcome.ok ? endSpan(span) : endSpan(span, outcome.code, { code: outcome.code, message: outcome.message }),
+      ended: (outcome: ToolOutcome) => (outcome.ok ? endSpan(span) : endSpan(span, outcome.code, { code: outcome.code, message: outcome.message })),
     };
   }
 

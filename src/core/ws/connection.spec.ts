@@ -20,7 +20,9 @@ async function socketPair(options: { maxBufferedBytes?: number; admit?: (princip
     maxBufferedBytes: options.maxBufferedBytes,
     admit: options.admit && ((_connection, principal) => options.admit!(principal)),
   });
-  const closedAtClient = new Promise<{ code: number; reason: string }>((resolve) => client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closedAtClient = new Promise<{ code: number; reason: string }>((resolve) =>
+    client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   return {
     connection,
     client,

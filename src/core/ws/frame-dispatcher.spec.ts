@@ -93,7 +93,7 @@ describe('FrameDispatcher', () => {
     ['of an unknown type', '{"type":"nope","id":4}', 'unknown-type', /"nope": expected "echo", "later", "quiet", "boom" or "login"/, { type: 'nope', id: 4 }],
     ['over the size limit', JSON.stringify({ type: 'echo', text: 'x'.repeat(200) }), 'too-large', /over the 100-byte limit/, null],
     ['against its schema', '{"type":"echo","text":5}', 'invalid', /^text must be a string$/, { type: 'echo', text: 5 }],
-  ])('refuses a frame %s through the protocol\'s error mapping', (_name, text, kind, message, frame) => {
+  ])("refuses a frame %s through the protocol's error mapping", (_name, text, kind, message, frame) => {
     const { connection, sent } = connect();
     dispatcher.dispatch(connection, text);
     expect(sent).toEqual([{ error: { kind, message: expect.stringMatching(message) }, frame }]);
@@ -127,7 +127,7 @@ describe('FrameDispatcher', () => {
     ]);
   });
 
-  it('routes by the connection\'s subprotocol', () => {
+  it("routes by the connection's subprotocol", () => {
     const { connection, sent } = connect({ subprotocol: 'raw' });
     dispatcher.dispatch(connection, '[1]');
     dispatcher.dispatch(connection, '{"type":"echo","text":"hi"}');
@@ -200,7 +200,7 @@ describe('FrameDispatcher', () => {
 
     const intercepted = new FrameDispatcher(new Intercepted(), undefined, undefined, (type) => new type());
 
-    it('runs the class\'s interceptors around every handler and a handler\'s own inside them, with the frame and the connection', async () => {
+    it("runs the class's interceptors around every handler and a handler's own inside them, with the frame and the connection", async () => {
       const { connection, sent } = connect();
       await intercepted.dispatch(connection, '{"type":"plain"}');
       await intercepted.dispatch(connection, '{"type":"own"}');

@@ -36,7 +36,12 @@ export interface FrameObserver {
 type FrameTable = Map<string, FrameRoute>;
 
 const listTypes = (types: string[]) =>
-  types.length <= 1 ? types.map((type) => `"${type}"`).join('') : `${types.slice(0, -1).map((t) => `"${t}"`).join(', ')} or "${types.at(-1)}"`;
+  types.length <= 1
+    ? types.map((type) => `"${type}"`).join('')
+    : `${types
+        .slice(0, -1)
+        .map((t) => `"${t}"`)
+        .join(', ')} or "${types.at(-1)}"`;
 
 /** Longest `type` a refusal repeats: enough to recognise a typo, too short for a large frame to be echoed whole. */
 export const ECHOED_TYPE_MAX_LENGTH = 64;
@@ -44,8 +49,7 @@ export const ECHOED_TYPE_MAX_LENGTH = 64;
 const echoedType = (type: string): string => (type.length <= ECHOED_TYPE_MAX_LENGTH ? type : `${type.slice(0, ECHOED_TYPE_MAX_LENGTH)}…`);
 
 /** What the client sent, as far as it could be read: nothing for a malformed or oversized frame. */
-const clientFrameOf = (frame: ParsedFrame): unknown =>
-  frame.event === FrameEvent.MALFORMED || frame.event === FrameEvent.TOO_LARGE ? undefined : frame.data;
+const clientFrameOf = (frame: ParsedFrame): unknown => (frame.event === FrameEvent.MALFORMED || frame.event === FrameEvent.TOO_LARGE ? undefined : frame.data);
 
 const interceptorTypesOf = (target: object): Type<NestInterceptor>[] => Reflect.getMetadata(INTERCEPTORS_METADATA, target) ?? [];
 
@@ -145,7 +149,10 @@ export class FrameDispatcher {
 
   /** Runs the handler and sends its answer: at once when it has one, later for a promise or an Observable. */
   private handle(route: FrameRoute, data: unknown, connection: FrameConnection): Promise<void> | undefined {
-    const answer = route.interceptors.length === 0 ? route.run(data, connection) : this.intercepted(route.interceptors, this.contextOf(connection, data, route.method), () => route.run(data, connection));
+    const answer =
+      route.interceptors.length === 0
+        ? route.run(data, connection)
+        : this.intercepted(route.interceptors, this.contextOf(connection, data, route.method), () => route.run(data, connection));
     if (isObservable(answer)) return this.stream(answer, data, connection);
     if (isPromise(answer)) {
       return answer.then(

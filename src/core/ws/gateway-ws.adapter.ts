@@ -64,7 +64,10 @@ export class GatewayWsAdapter extends WsAdapter {
       dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined, this.observer()?.frameObserver(routeOptions.protocol), (type) =>
         this.resolve<NestInterceptor>(type, 'interceptor'),
       ),
-      cap: { limit: capLimit, refusal: new UpgradeRefusedException(cap.status, capMessage, cap.closeCode === undefined ? { 'Retry-After': '1' } : {}, cap.closeCode) },
+      cap: {
+        limit: capLimit,
+        refusal: new UpgradeRefusedException(cap.status, capMessage, cap.closeCode === undefined ? { 'Retry-After': '1' } : {}, cap.closeCode),
+      },
       authTimeoutMs: routeOptions.authByMessage?.timeoutMs(config),
       serial: routeOptions.serial,
     });
@@ -84,7 +87,10 @@ export class GatewayWsAdapter extends WsAdapter {
     this.closing = true;
     const route = this.router?.routeOf(server);
     if (!route) return super.close(server);
-    const connections = this.app.get(ConnectionRegistry).list(route.options.protocol).filter((c) => c.route === route.options.path);
+    const connections = this.app
+      .get(ConnectionRegistry)
+      .list(route.options.protocol)
+      .filter((c) => c.route === route.options.path);
     await Promise.all(
       connections.map(
         (connection) =>

@@ -27,9 +27,7 @@ const FRAME_HANDLERS = Symbol('frame-handlers');
  */
 export function OnFrame(type: string, options: FrameHandlerOptions = {}): MethodDecorator {
   return (target, method) => {
-    const handlers: FrameHandlerMetadata[] = Reflect.getOwnMetadata(FRAME_HANDLERS, target) ?? [
-      ...(Reflect.getMetadata(FRAME_HANDLERS, target) ?? []),
-    ];
+    const handlers: FrameHandlerMetadata[] = Reflect.getOwnMetadata(FRAME_HANDLERS, target) ?? [...(Reflect.getMetadata(FRAME_HANDLERS, target) ?? [])];
     handlers.push({ ...options, type, method });
     Reflect.defineMetadata(FRAME_HANDLERS, handlers, target);
   };

@@ -237,7 +237,12 @@ describe('UpgradeRouter', () => {
     const seen: UpgradeContext[] = [];
     const { url, routes } = await gatewayWith([
       { protocol: 'test', path: '/test' },
-      { protocol: 'litemcp', path: '/litemcp/:tool', patterns: ['/litemcp/:tool', '/lm/:tool'], guards: [{ canUpgrade: (context) => void seen.push(context) }] },
+      {
+        protocol: 'litemcp',
+        path: '/litemcp/:tool',
+        patterns: ['/litemcp/:tool', '/lm/:tool'],
+        guards: [{ canUpgrade: (context) => void seen.push(context) }],
+      },
     ]);
     await connect(url('/litemcp/get%20weather'));
     await connect(url('/lm/caf%C3%A9'));
@@ -253,7 +258,7 @@ describe('UpgradeRouter', () => {
     ]);
   });
 
-  it('answers a guard\'s refusal with its status, message and headers, and runs no later guard', async () => {
+  it("answers a guard's refusal with its status, message and headers, and runs no later guard", async () => {
     const later = jest.fn();
     const refuse: UpgradeGuard = {
       canUpgrade: () => {
@@ -312,13 +317,16 @@ describe('UpgradeRouter', () => {
     };
     const { url, refusals, registry, route } = await gatewayWith([{ guards: [full] }]);
     const client = await connect(url('/test'));
-    expect(await within(client.closed, 'the close')).toEqual({ code: CLOSE_TRY_AGAIN_LATER, reason: 'Too many llm connections: at most 0 (CLOUD_MAX_CONNECTIONS)' });
+    expect(await within(client.closed, 'the close')).toEqual({
+      code: CLOSE_TRY_AGAIN_LATER,
+      reason: 'Too many llm connections: at most 0 (CLOUD_MAX_CONNECTIONS)',
+    });
     expect(refusals).toEqual(['cap']);
     expect(route.opened).toHaveLength(0);
     expect(registry.size).toBe(0);
   });
 
-  it('refuses an authenticated upgrade with the route\'s cap refusal once the protocol holds cap.limit authenticated connections', async () => {
+  it("refuses an authenticated upgrade with the route's cap refusal once the protocol holds cap.limit authenticated connections", async () => {
     const cap = { limit: 1, refusal: new UpgradeRefusedException(503, 'Too many test connections: at most 1 (TEST_MAX)', { 'Retry-After': '1' }) };
     const { url, refusals, registry } = await gatewayWith([{ guards: [principalFromQuery], cap }]);
     await connect(url('/test'));
@@ -334,7 +342,7 @@ describe('UpgradeRouter', () => {
     expect(registry.count('test')).toBe(1);
   });
 
-  it('accepts and closes with the cap\'s close code when the route\'s cap refusal has one', async () => {
+  it("accepts and closes with the cap's close code when the route's cap refusal has one", async () => {
     const cap = { limit: 1, refusal: new UpgradeRefusedException(503, 'Too many test connections', {}, CLOSE_TRY_AGAIN_LATER) };
     const { url, refusals, registry, route } = await gatewayWith([{ guards: [principalFromQuery], cap }]);
     await connect(url('/test?as=alice'));
@@ -345,7 +353,7 @@ describe('UpgradeRouter', () => {
     expect(registry.count('test')).toBe(1);
   });
 
-  it('refuses a principal proved by an auth frame past the route\'s cap, and counts one it admits', async () => {
+  it("refuses a principal proved by an auth frame past the route's cap, and counts one it admits", async () => {
     const cap = { limit: 1, refusal: new UpgradeRefusedException(503, 'Too many test connections: at most 1 (TEST_MAX)') };
     const answers: (string | undefined)[] = [];
     const { url, registry, route } = await gatewayWith([
@@ -403,9 +411,11 @@ describe('UpgradeRouter', () => {
     expect(registry.count('test')).toBe(1);
   });
 
-  it('calls the gateway\'s onAuthTimeout when no principal is settled within authTimeoutMs', async () => {
+  it("calls the gateway's onAuthTimeout when no principal is settled within authTimeoutMs", async () => {
     const started = Date.now();
-    const { url, route } = await gatewayWith([{ authTimeoutMs: 100, onAuthTimeout: (connection, ms) => connection.close(4000, `No auth frame within ${ms} ms`) }]);
+    const { url, route } = await gatewayWith([
+      { authTimeoutMs: 100, onAuthTimeout: (connection, ms) => connection.close(4000, `No auth frame within ${ms} ms`) },
+    ]);
     const client = await connect(url('/test'));
     expect(await within(client.closed, 'the close')).toEqual({ code: 4000, reason: 'No auth frame within 100 ms' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(95);

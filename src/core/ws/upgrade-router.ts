@@ -57,8 +57,7 @@ function matchAny(patterns: WsRoute['patterns'], pathname: string): Record<strin
   return undefined;
 }
 
-export const compilePatterns = (paths: string[]): WsRoute['patterns'] =>
-  paths.map((pattern) => match(pattern, { decode: decodeURIComponent }));
+export const compilePatterns = (paths: string[]): WsRoute['patterns'] => paths.map((pattern) => match(pattern, { decode: decodeURIComponent }));
 
 /**
  * Upgrades on the gateway's HTTP servers: refused with 503 once shutting down, with 403 from a
@@ -292,4 +291,3 @@ function refuse(socket: Duplex, status: number, message: string, headers: Record
   socket.once('finish', () => socket.destroy());
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }
-

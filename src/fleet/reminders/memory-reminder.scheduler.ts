@@ -78,17 +78,20 @@ export class MemoryReminderScheduler implements ReminderScheduler, OnApplication
   /** A timer for `reminder`, re-armed on the way when it is further ahead than a timer can wait. */
   private arm(reminder: Reminder): NodeJS.Timeout {
     const delay = reminder.dueAt - this.now();
-    const timer = setTimeout(() => {
-      const entry = this.reminders.get(reminder.id);
-      if (!entry) return;
-      if (reminder.dueAt - this.now() > 0) {
-        entry.timer = this.arm(reminder);
-        return;
-      }
-      this.forget(reminder);
-      const delivery = this.deliver(entry.reminder, this.stopping.signal).finally(() => this.deliveries.delete(delivery));
-      this.deliveries.add(delivery);
-    }, Math.min(Math.max(0, delay), MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => {
+        const entry = this.reminders.get(reminder.id);
+        if (!entry) return;
+        if (reminder.dueAt - this.now() > 0) {
+          entry.timer = this.arm(reminder);
+          return;
+        }
+        this.forget(reminder);
+        const delivery = this.deliver(entry.reminder, this.stopping.signal).finally(() => this.deliveries.delete(delivery));
+        this.deliveries.add(delivery);
+      },
+      Math.min(Math.max(0, delay), MAX_TIMER_MS),
+    );
     timer.unref();
     return timer;
   }

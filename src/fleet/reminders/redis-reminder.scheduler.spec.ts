@@ -93,7 +93,11 @@ describe('RedisReminderScheduler', () => {
     const spoken = () => [...pushes[0].pushes, ...pushes[1].pushes];
     await eventually(async () => spoken().length >= due.length, 4000);
     await pause(800);
-    expect(spoken().map((pushed) => pushed.request.reminderId).sort()).toEqual(due.map((each) => each.id).sort());
+    expect(
+      spoken()
+        .map((pushed) => pushed.request.reminderId)
+        .sort(),
+    ).toEqual(due.map((each) => each.id).sort());
   });
 
   it('lists a device’s reminders earliest first, cancels one so it is never spoken, and keeps to the bounds', async () => {

@@ -277,7 +277,13 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
     }
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.tuning.shutdownWaitMs)));
-    const outcome = await Promise.race([worker.close().then(() => 'closed' as const, () => 'closed' as const), waited]);
+    const outcome = await Promise.race([
+      worker.close().then(
+        () => 'closed' as const,
+        () => 'closed' as const,
+      ),
+      waited,
+    ]);
     clearTimeout(timer);
     if (outcome === 'late') {
       this.logger.warn(`Reminders still being spoken after ${this.tuning.shutdownWaitMs} ms; stopping anyway`);
@@ -294,7 +300,13 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
   private async forceClose(worker: Worker<ReminderJobData>): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), FORCED_CLOSE_MS)));
-    const outcome = await Promise.race([worker.close(true).then(() => 'closed' as const, () => 'closed' as const), late]);
+    const outcome = await Promise.race([
+      worker.close(true).then(
+        () => 'closed' as const,
+        () => 'closed' as const,
+      ),
+      late,
+    ]);
     clearTimeout(timer);
     // Not awaited: a worker stuck on a dead connection can wait in `disconnect` too.
     if (outcome === 'late') void worker.disconnect().catch(() => undefined);

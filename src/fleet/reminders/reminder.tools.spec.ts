@@ -50,7 +50,12 @@ describe('reminder tools (in memory)', () => {
   it("speaks a due reminder once, on time, on the device's own connection", async () => {
     const started = Date.now();
     const set = await tools.setReminder({ in_s: 0.3, text: '  Tea is ready.  ' }, device);
-    expect(set).toEqual({ id: expect.stringMatching(/^rem_[0-9a-f]{16}$/), device_id: 'kitchen', due_at: expect.stringMatching(OFFSET), text: 'Tea is ready.' });
+    expect(set).toEqual({
+      id: expect.stringMatching(/^rem_[0-9a-f]{16}$/),
+      device_id: 'kitchen',
+      due_at: expect.stringMatching(OFFSET),
+      text: 'Tea is ready.',
+    });
     expect(push.pushes).toHaveLength(0);
     const [pushed] = await push.waitForPushes(1, 3000);
     expect(pushed.at - started).toBeGreaterThanOrEqual(290);
@@ -100,7 +105,10 @@ describe('reminder tools (in memory)', () => {
     build({ maxPerDevice: 2, maxPerPrincipal: 3 });
     await tools.setReminder({ in_s: 60, text: 'one' }, device);
     await tools.setReminder({ in_s: 61, text: 'two' }, device);
-    const refused = await fails(tools.setReminder({ in_s: 62, text: 'three' }, device), /Device "kitchen" has 2 pending reminders already, the most it may have/);
+    const refused = await fails(
+      tools.setReminder({ in_s: 62, text: 'three' }, device),
+      /Device "kitchen" has 2 pending reminders already, the most it may have/,
+    );
     expect(refused.details).toEqual({ limit: 'device', max: 2 });
 
     await tools.setReminder({ in_s: 60, text: 'a', device_id: 'hall' }, agent);

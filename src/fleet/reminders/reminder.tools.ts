@@ -252,7 +252,15 @@ export function parseDateTime(text: string): number | 'no-offset' | undefined {
   const [, year, month, day, hour, minute, second = '00', fraction = '', zulu, sign, offsetHours, offsetMinutes] = match;
   const offsetMs = zulu ? 0 : (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000;
   if (!zulu && (Number(offsetHours) > 23 || Number(offsetMinutes) > 59)) return undefined;
-  const wall = Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second), Number(fraction.padEnd(3, '0').slice(0, 3)));
+  const wall = Date.UTC(
+    Number(year),
+    Number(month) - 1,
+    Number(day),
+    Number(hour),
+    Number(minute),
+    Number(second),
+    Number(fraction.padEnd(3, '0').slice(0, 3)),
+  );
   // Date.UTC rolls a 30th of February over into March: a date that does not read back is not one.
   const check = new Date(wall);
   if (

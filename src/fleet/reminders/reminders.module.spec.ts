@@ -51,7 +51,10 @@ describe('RemindersModule', () => {
       ok: false,
       message: expect.stringMatching(/unexpected argument "when"/),
     });
-    expect(await call(moduleRef, 'set_reminder', { in_s: 60, text: 'x'.repeat(501) }, 'conn-kitchen')).toMatchObject({ ok: false, code: 'INVALID_TOOL_PARAMETERS' });
+    expect(await call(moduleRef, 'set_reminder', { in_s: 60, text: 'x'.repeat(501) }, 'conn-kitchen')).toMatchObject({
+      ok: false,
+      code: 'INVALID_TOOL_PARAMETERS',
+    });
     expect(await call(moduleRef, 'set_reminder', { in_s: 0, text: 'x' }, 'conn-kitchen')).toMatchObject({ ok: false, code: 'INVALID_TOOL_PARAMETERS' });
     expect(await call(moduleRef, 'set_reminder', { in_s: 60, text: 'x' }, 'conn-mcp', 'agent')).toMatchObject({
       ok: false,
@@ -65,7 +68,10 @@ describe('RemindersModule', () => {
     expect(pushed).toMatchObject({ deviceId: 'kitchen', caller: { principal: 'alice' } });
 
     const later = await call(moduleRef, 'set_reminder', { in_s: 600, text: 'Later', device_id: 'kitchen' }, 'conn-mcp', 'agent');
-    expect(await call(moduleRef, 'list_reminders', {}, 'conn-kitchen', 'alice')).toMatchObject({ ok: true, value: { device_id: 'kitchen', reminders: [{ text: 'Later' }] } });
+    expect(await call(moduleRef, 'list_reminders', {}, 'conn-kitchen', 'alice')).toMatchObject({
+      ok: true,
+      value: { device_id: 'kitchen', reminders: [{ text: 'Later' }] },
+    });
     const id = (later as { value: { id: string } }).value.id;
     expect(await call(moduleRef, 'cancel_reminder', { id }, 'conn-kitchen', 'alice')).toMatchObject({ ok: true, value: { id, cancelled: true } });
     await moduleRef.close();

@@ -44,11 +44,21 @@ async function main(argv: string[]): Promise<number> {
     app.useLogger(new GatewayLogger(config.server, { stderrOnly: true }));
     const registry = app.get(ToolRegistryService);
     if (options.list) {
-      process.stdout.write(`${registry.list().map((tool) => tool.name).join('\n')}\n`);
+      process.stdout.write(
+        `${registry
+          .list()
+          .map((tool) => tool.name)
+          .join('\n')}\n`,
+      );
       return 0;
     }
     if (!registry.get(options.tool!)) {
-      process.stderr.write(`Unknown tool "${options.tool}". Available: ${registry.list().map((t) => t.name).join(', ')}\n`);
+      process.stderr.write(
+        `Unknown tool "${options.tool}". Available: ${registry
+          .list()
+          .map((t) => t.name)
+          .join(', ')}\n`,
+      );
       return 2;
     }
     const server = new LiteMcpStdioServer(app.get(LiteMcpGateway), options.tool!, config.server.maxMessageBytes);

@@ -183,14 +183,7 @@ export type CancelFrame = FrameOf<typeof cancelSchema>;
 export type ConfigureSettings = Omit<ConfigureFrame, 'type'>;
 
 export type LlmClientFrame =
-  | TextInputFrame
-  | ConfigureFrame
-  | StartSessionFrame
-  | EndSessionFrame
-  | RegisterToolsFrame
-  | ToolResultFrame
-  | CancelFrame
-  | PingFrame;
+  TextInputFrame | ConfigureFrame | StartSessionFrame | EndSessionFrame | RegisterToolsFrame | ToolResultFrame | CancelFrame | PingFrame;
 
 export type LlmClientFrameType = keyof typeof CLIENT_FRAME_SCHEMAS;
 

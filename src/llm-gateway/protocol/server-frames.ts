@@ -122,26 +122,11 @@ export interface PongFrame {
   timestamp: string;
 }
 
-export type LlmServerFrame =
-  | StatusFrame
-  | LlmResponseFrame
-  | ToolCallFrame
-  | ToolCallbackFrame
-  | ToolsRegisteredFrame
-  | ErrorFrame
-  | PongFrame;
+export type LlmServerFrame = StatusFrame | LlmResponseFrame | ToolCallFrame | ToolCallbackFrame | ToolsRegisteredFrame | ErrorFrame | PongFrame;
 
 export type LlmServerFrameType = LlmServerFrame['type'];
 
-export const SERVER_FRAME_TYPES: readonly LlmServerFrameType[] = [
-  'status',
-  'llm_response',
-  'tool_call',
-  'tool_callback',
-  'tools_registered',
-  'error',
-  'pong',
-];
+export const SERVER_FRAME_TYPES: readonly LlmServerFrameType[] = ['status', 'llm_response', 'tool_call', 'tool_callback', 'tools_registered', 'error', 'pong'];
 
 /** Reads a text frame from the gateway; `undefined` for anything that is not a known server frame. */
 export function parseServerFrame(text: string): LlmServerFrame | undefined {

@@ -86,16 +86,18 @@ class Instance {
   /** Sends a request and reads its whole answer. */
   async send(method: string, options: RequestOptions = {}): Promise<Answer> {
     const [request, id] = this.open(method, options);
-    const answer = await settled(new Promise<Answer>((resolve, reject) => {
-      request.on('response', (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          resolve({ status: response.statusCode!, headers: response.headers, body: parseBody(Buffer.concat(chunks).toString('utf8')) });
+    const answer = await settled(
+      new Promise<Answer>((resolve, reject) => {
+        request.on('response', (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => {
+            resolve({ status: response.statusCode!, headers: response.headers, body: parseBody(Buffer.concat(chunks).toString('utf8')) });
+          });
         });
-      });
-      request.on('error', reject);
-    }));
+        request.on('error', reject);
+      }),
+    );
     await settled(this.closes.get(id)!);
     return answer;
   }
@@ -103,19 +105,21 @@ class Instance {
   /** Opens the session's event stream (`GET`); resolves once it is open, with the request to end it. */
   openStream(principal: string, session: string): Promise<{ status: number; end(): Promise<void> }> {
     const [request, id] = this.open('GET', { principal, session });
-    return settled(new Promise((resolve, reject) => {
-      request.on('response', (response) => {
-        const closed = this.closes.get(id)!;
-        resolve({
-          status: response.statusCode!,
-          end: async () => {
-            request.destroy();
-            await settled(closed);
-          },
+    return settled(
+      new Promise((resolve, reject) => {
+        request.on('response', (response) => {
+          const closed = this.closes.get(id)!;
+          resolve({
+            status: response.statusCode!,
+            end: async () => {
+              request.destroy();
+              await settled(closed);
+            },
+          });
         });
-      });
-      request.on('error', reject);
-    }));
+        request.on('error', reject);
+      }),
+    );
   }
 
   /** Starts a session for `principal`; its id. */

@@ -156,7 +156,13 @@ export class McpHttpSessions implements OnModuleInit {
     if (!session.transport.sessionId) await this.end(session);
   }
 
-  private async continueSession(sessionId: string | string[], principal: string, request: AuthenticatedRequest, response: ServerResponse, body: unknown): Promise<void> {
+  private async continueSession(
+    sessionId: string | string[],
+    principal: string,
+    request: AuthenticatedRequest,
+    response: ServerResponse,
+    body: unknown,
+  ): Promise<void> {
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) return refuseNotFound(response);
     const local = this.sessions.get(sessionId);
     if (local) {
@@ -278,7 +284,11 @@ export class McpHttpSessions implements OnModuleInit {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => 'probe' });
     const server = this.mcp.createServer(ToolCallScope.ofConnection({ id: 'probe', protocol: MCP_PROTOCOL }));
     try {
-      await restoreInitializedSession(transport, server, 'probe', { protocolVersion: this.config.mcp.protocolVersion, capabilities: {}, clientInfo: { name: 'probe', version: '0' } });
+      await restoreInitializedSession(transport, server, 'probe', {
+        protocolVersion: this.config.mcp.protocolVersion,
+        capabilities: {},
+        clientInfo: { name: 'probe', version: '0' },
+      });
     } finally {
       await server.close();
       await transport.close();

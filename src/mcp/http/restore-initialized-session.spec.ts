@@ -44,7 +44,7 @@ async function listToolsThrough(transport: StreamableHTTPServerTransport): Promi
 }
 
 describe('restoreInitializedSession', () => {
-  it('is written for the SDK version installed: on an upgrade, re-read the SDK\'s transport and Server and update it', () => {
+  it("is written for the SDK version installed: on an upgrade, re-read the SDK's transport and Server and update it", () => {
     const sdkPackage = JSON.parse(readFileSync(join(__dirname, '../../../node_modules/@modelcontextprotocol/sdk/package.json'), 'utf8'));
     expect(sdkPackage.version).toBe(SDK_VERSION_OF_RESTORE);
   });
@@ -60,14 +60,14 @@ describe('restoreInitializedSession', () => {
     expect(transport.sessionId).toBe(SESSION_ID);
   });
 
-  it('gives the server the client\'s capabilities and info from the recorded initialize', async () => {
+  it("gives the server the client's capabilities and info from the recorded initialize", async () => {
     const { transport, server } = sdkPair();
     await restoreInitializedSession(transport, server, SESSION_ID, INITIALIZE);
     expect(server.getClientCapabilities()).toEqual(INITIALIZE.capabilities);
     expect(server.getClientVersion()).toEqual(INITIALIZE.clientInfo);
   });
 
-  it('is needed: without it the SDK refuses the session\'s requests', async () => {
+  it("is needed: without it the SDK refuses the session's requests", async () => {
     const { transport, server } = sdkPair();
     await server.connect(transport);
     const answer = await listToolsThrough(transport);
@@ -75,7 +75,7 @@ describe('restoreInitializedSession', () => {
     expect(answer.text).toContain('Server not initialized');
   });
 
-  it('throws, naming the SDK version it expects, when the SDK\'s internals are not where it looks', async () => {
+  it("throws, naming the SDK version it expects, when the SDK's internals are not where it looks", async () => {
     const { server } = sdkPair();
     const unlike = {} as StreamableHTTPServerTransport;
     await expect(restoreInitializedSession(unlike, server, SESSION_ID, INITIALIZE)).rejects.toThrow(

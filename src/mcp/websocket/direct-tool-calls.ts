@@ -12,8 +12,7 @@ interface ToolCallRequest {
   args: Record<string, unknown>;
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * A `tools/call` request of the simplest kind, which the gateway can answer exactly as the SDK

@@ -33,7 +33,7 @@ export class McpDedicatedListener implements OnApplicationBootstrap {
     // An application context (the stdio command, a testing module) has no WebSocket server to extend.
     if (!enabled || ws.port === 0 || !adapter) return;
     if (!(adapter instanceof GatewayWsAdapter)) {
-      throw new Error('The dedicated MCP listener needs the gateway\'s WebSocket adapter: create the app with createGatewayApp()');
+      throw new Error("The dedicated MCP listener needs the gateway's WebSocket adapter: create the app with createGatewayApp()");
     }
     const server = createServer(upgradeRequired);
     limitRequestHeaders(server, this.config.server.requestHeaders);
@@ -46,7 +46,9 @@ export class McpDedicatedListener implements OnApplicationBootstrap {
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error) =>
-      reject(new StartupError(`MCP_WS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to turn the dedicated MCP listener off`)),
+      reject(
+        new StartupError(`MCP_WS_PORT: cannot listen on ${host}:${port} (${error.message}); choose another port, or 0 to turn the dedicated MCP listener off`),
+      ),
     );
     server.listen(port, host, () => resolve());
   });

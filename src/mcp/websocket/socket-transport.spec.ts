@@ -31,7 +31,9 @@ describe('the WebSocket transports', () => {
 
     const wrapped = fakeSocket();
     await new EnvelopeTransport(wrapped.socket, 'ws-session-1').send(request);
-    expect(wrapped.sent.map((text) => JSON.parse(text))).toEqual([{ type: 'message', sessionId: 'ws-session-1', payload: request, timestamp: expect.any(Number) }]);
+    expect(wrapped.sent.map((text) => JSON.parse(text))).toEqual([
+      { type: 'message', sessionId: 'ws-session-1', payload: request, timestamp: expect.any(Number) },
+    ]);
   });
 
   it('close once, telling the server, and then neither send nor deliver', async () => {

@@ -1,17 +1,4 @@
-import {
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsNotEmpty,
-  IsNumber,
-  IsOptional,
-  IsString,
-  IsUrl,
-  MaxLength,
-  Min,
-  ValidateBy,
-  ValidationOptions,
-} from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsNumber, IsOptional, IsString, IsUrl, MaxLength, Min, ValidateBy, ValidationOptions } from 'class-validator';
 
 /** `type` spellings of the desktop clients; `http` and its aliases mean Streamable HTTP. */
 export const SERVER_TYPES = ['stdio', 'http', 'streamable-http', 'streamableHttp', 'sse'] as const;
@@ -24,10 +11,7 @@ function IsStringRecord(options?: ValidationOptions): PropertyDecorator {
       name: 'isStringRecord',
       validator: {
         validate: (value: unknown) =>
-          value !== null &&
-          typeof value === 'object' &&
-          !Array.isArray(value) &&
-          Object.values(value).every((entry) => typeof entry === 'string'),
+          value !== null && typeof value === 'object' && !Array.isArray(value) && Object.values(value).every((entry) => typeof entry === 'string'),
         defaultMessage: (args) => `${args?.property} must be an object of strings`,
       },
     },
