@@ -47,7 +47,7 @@ class LlmDeviceLink implements DeviceLink {
   }
 
   agentTools(): DeviceTool[] {
-    return [...this.connection.state.agentTools.values()];
+    return this.connection.state.agentToolList();
   }
 
   /** Stopped by the caller's signal or the socket's close (one controller and two listeners: Node 20's `AbortSignal.any` costs more than the call). */

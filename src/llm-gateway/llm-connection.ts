@@ -27,16 +27,35 @@ export class LlmConnectionState {
   stream: boolean;
   /** A `text_input` during a turn cancels it (`configure {barge_in}`). */
   bargeIn = false;
-  readonly pendingCallbacks = new Map<string, PendingCallback>();
-  /** The tools it offers agents of the fleet (`visibility` `agents` or `both`), by name. */
-  readonly agentTools = new Map<string, DeviceTool>();
   /** The device it named at its upgrade (`Device-Id`), if any. */
   deviceId?: string;
-  /** The turns running or waiting, by id, in arrival order. */
-  readonly turns = new Map<string, Turn>();
+  // The maps are made on first use: an empty Map is 184 bytes, and most connections of a fleet
+  // sit idle with none of them used.
+  private pendingCallbackMap?: Map<string, PendingCallback>;
+  private agentToolMap?: Map<string, DeviceTool>;
+  private turnMap?: Map<string, Turn>;
 
   constructor(streamByDefault: boolean) {
     this.stream = streamByDefault;
+  }
+
+  get pendingCallbacks(): Map<string, PendingCallback> {
+    return (this.pendingCallbackMap ??= new Map());
+  }
+
+  /** The tools it offers agents of the fleet (`visibility` `agents` or `both`), by name. */
+  get agentTools(): Map<string, DeviceTool> {
+    return (this.agentToolMap ??= new Map());
+  }
+
+  /** The turns running or waiting, by id, in arrival order. */
+  get turns(): Map<string, Turn> {
+    return (this.turnMap ??= new Map());
+  }
+
+  /** The tools it offers agents, without making the map for a device that offers none. */
+  agentToolList(): DeviceTool[] {
+    return this.agentToolMap ? [...this.agentToolMap.values()] : [];
   }
 }
 

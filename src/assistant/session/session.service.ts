@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { randomUUID } from 'crypto';
+import { newId } from '../../core/new-id';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
@@ -76,7 +76,7 @@ export class SessionService implements OnModuleInit, OnModuleDestroy {
   /** A new session owned by `owner`, with the configured default settings. */
   async create(owner: string): Promise<Session> {
     const now = Date.now();
-    const session: Session = { id: randomUUID(), owner, createdAt: now, lastActiveAt: now, settings: this.defaultSettings, history: [] };
+    const session: Session = { id: newId(), owner, createdAt: now, lastActiveAt: now, settings: this.defaultSettings, history: [] };
     await this.guard(() => this.store.create(session));
     const { maxPerPrincipal } = this.config.session;
     if (isCapped(owner, maxPerPrincipal)) {

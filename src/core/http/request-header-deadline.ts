@@ -33,6 +33,8 @@ export function limitRequestHeaders(server: Server, limits: RequestHeaderLimits)
     const settle = () => {
       if (!waiting.delete(socket)) return;
       clearTimeout(deadline);
+      // A socket that lives on (a WebSocket, a keep-alive connection) keeps nothing of this.
+      socket.off('close', settle);
       incomplete -= 1;
     };
     waiting.set(socket, settle);

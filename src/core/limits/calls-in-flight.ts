@@ -22,9 +22,8 @@ export class TooManyCallsError extends GatewayError {
  */
 export class CallsInFlight {
   private running = 0;
-  private readonly release = (): void => {
-    this.running -= 1;
-  };
+  /** Made at the first call that does not answer at once (most connections of a fleet make none), then kept: one closure, not one per call. */
+  private releaser?: () => void;
 
   constructor(readonly limit: number) {}
 
@@ -48,7 +47,10 @@ export class CallsInFlight {
       return result;
     }
     // The caller keeps the call's own promise; releasing beside it costs less than a `finally` chain.
-    result.then(this.release, this.release);
+    const release = (this.releaser ??= () => {
+      this.running -= 1;
+    });
+    result.then(release, release);
     return result;
   }
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'http';
 import { WebSocket } from 'ws';
 import { CallsInFlight } from '../limits/calls-in-flight';
-import { Heartbeat } from './heartbeat';
+import { Heartbeat, HeartbeatPeer } from './heartbeat';
 import type { SerialOptions } from './protocol-gateway.decorator';
 import { SerialQueue } from './serial-queue';
 
@@ -89,7 +89,7 @@ export interface FrameConnection<State = unknown> {
  * own state in {@link state}. Everything it starts (timers, listeners, queued work) ends when
  * the socket closes.
  */
-export class GatewayConnection<State = unknown> implements FrameConnection<State> {
+export class GatewayConnection<State = unknown> implements FrameConnection<State>, HeartbeatPeer {
   readonly id: string;
   readonly protocol: string;
   readonly route: string;
@@ -102,9 +102,12 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   state!: State;
   readonly callsInFlight: CallsInFlight;
   private heartbeat?: Heartbeat;
+  private protocolPing?: () => void;
+  private protocolTimeout?: () => void;
   private serial?: SerialQueue;
   private abort?: AbortController;
-  private readonly closeHooks = new Set<() => void>();
+  /** An array, not a Set (32 bytes against 152): a connection has a handful of hooks. */
+  private readonly closeHooks: (() => void)[] = [];
   private closed = false;
   private batching = false;
   private readonly maxBufferedBytes: number;
@@ -125,7 +128,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.callsInFlight = new CallsInFlight(origin.maxCallsInFlight ?? Infinity);
     this.admit = origin.admit;
     this.serialOptions = origin.serial;
-    socket.once('close', () => this.dispose());
+    // `on`, not `once`: a socket closes once, and `once` would add a wrapper to every connection.
+    socket.on('close', () => this.dispose());
   }
 
   /**
@@ -232,12 +236,21 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
       this.socket.on('pong', alive);
     }
     this.heartbeat?.stop();
-    this.heartbeat = new Heartbeat({
-      intervalMs: options.intervalMs,
-      timeoutMs: options.timeoutMs,
-      ping: options.ping ?? (() => this.socket.readyState === WebSocket.OPEN && this.socket.ping()),
-      onTimeout: options.onTimeout ?? (() => this.close(HEARTBEAT_CLOSE.code, HEARTBEAT_CLOSE.reason)),
-    });
+    this.protocolPing = options.ping;
+    this.protocolTimeout = options.onTimeout;
+    this.heartbeat = Heartbeat.start(options, this);
+  }
+
+  /** The heartbeat's ping: the protocol's own, or a WebSocket ping frame. */
+  heartbeatPing(): void {
+    if (this.protocolPing) this.protocolPing();
+    else if (this.socket.readyState === WebSocket.OPEN) this.socket.ping();
+  }
+
+  /** The peer stayed silent: the protocol's own goodbye, or a close with {@link HEARTBEAT_CLOSE}. */
+  heartbeatTimedOut(): void {
+    if (this.protocolTimeout) this.protocolTimeout();
+    else this.close(HEARTBEAT_CLOSE.code, HEARTBEAT_CLOSE.reason);
   }
 
   /** Runs `hook` once, when the connection closes (at once if it has); the function returned takes it back. */
@@ -246,8 +259,11 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
       hook();
       return () => undefined;
     }
-    this.closeHooks.add(hook);
-    return () => this.closeHooks.delete(hook);
+    this.closeHooks.push(hook);
+    return () => {
+      const index = this.closeHooks.indexOf(hook);
+      if (index >= 0) this.closeHooks.splice(index, 1);
+    };
   }
 
   /** Closes with a close frame; a peer that does not finish the handshake in time is cut off. */
@@ -274,8 +290,6 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     this.closed = true;
     this.heartbeat?.stop();
     this.abort?.abort(new Error('Connection closed'));
-    const hooks = [...this.closeHooks];
-    this.closeHooks.clear();
-    for (const hook of hooks) hook();
+    for (const hook of this.closeHooks.splice(0)) hook();
   }
 }

@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { randomUUID } from 'crypto';
 import type { IncomingMessage, Server as HttpServer } from 'http';
 import { STATUS_CODES } from 'http';
 import { match, MatchFunction } from 'path-to-regexp';
 import type { Duplex } from 'stream';
-import type { WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import type { ConnectionCapsConfig } from '../../config/gateway-config';
-import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, GatewayConnection } from './connection';
+import { newId } from '../new-id';
+import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, ConnectionOrigin, GatewayConnection } from './connection';
 import { ConnectionCaps, TokenQuota } from './connection-caps';
 import type { ConnectionRegistry } from './connection-registry';
 import { boundAddressOf, OriginPolicy } from '../http/origin-policy';
@@ -35,6 +35,8 @@ export interface WsRoute {
   gateway: ProtocolGatewayHooks;
   dispatcher: FrameDispatcher;
   cap: RouteCap;
+  /** Counts a connection's principal, settled by its auth frame, against the caps (see {@link ConnectionOrigin.admit}). */
+  admit: NonNullable<ConnectionOrigin['admit']>;
   /** The deadline of a client that authenticates by message, when the route has them. */
   authTimeoutMs?: number;
   serial?: SerialOptions;
@@ -86,8 +88,10 @@ export class UpgradeRouter {
     this.caps = new ConnectionCaps(capsConfig, registry, quotaOf);
   }
 
-  add(route: WsRoute): void {
-    this.routes.push(route);
+  add(route: Omit<WsRoute, 'admit'>): void {
+    // One function per route, shared by its connections, rather than a closure for each.
+    const added: WsRoute = { ...route, admit: (connection, principal) => this.admit(added, connection, principal) };
+    this.routes.push(added);
   }
 
   /** The route whose `ws` server is `server`. */
@@ -174,26 +178,43 @@ export class UpgradeRouter {
       if (capped) return refused('cap', capped.status, capped.message, { 'Retry-After': '1' });
     }
     if (socket.destroyed) return;
+    const { principal } = context;
     route.server.handleUpgrade(request, socket, head, (client) => {
-      if (refusal) return client.close(refusal.closeCode, refusal.message);
-      const connection = new GatewayConnection(client, {
-        id: randomUUID(),
-        protocol,
-        route: route.options.path,
-        params,
-        request,
-        maxBufferedBytes: this.capsConfig.maxBufferedBytes,
-        maxCallsInFlight: this.capsConfig.maxCallsInFlight,
-        serial: route.serial,
-        admit: (admitted, principal) => this.admit(route, admitted, principal),
-      });
-      connection.principal = context.principal;
-      if (connection.principal === undefined) {
-        this.boundBeforeAuthentication(connection, socket, head.length);
-        if (route.authTimeoutMs !== undefined) this.awaitAuthentication(route, connection, route.authTimeoutMs);
-      }
-      this.accept(route, connection);
+      if (refusal) client.close(refusal.closeCode, refusal.message);
+      else this.open(route, client, params, request, principal, head.length);
     });
+  }
+
+  /**
+   * The connection of an accepted socket. Made here, not in {@link upgrade}, so that what its
+   * closures keep for the connection's life is this scope, not the upgrade's (its URL, context
+   * and refusal helpers): an idle device costs that much less.
+   */
+  private open(
+    route: WsRoute,
+    client: WebSocket,
+    params: Record<string, string>,
+    request: IncomingMessage,
+    principal: string | undefined,
+    alreadyRead: number,
+  ): void {
+    const connection = new GatewayConnection(client, {
+      id: newId(),
+      protocol: route.options.protocol,
+      route: route.options.path,
+      params,
+      request,
+      maxBufferedBytes: this.capsConfig.maxBufferedBytes,
+      maxCallsInFlight: this.capsConfig.maxCallsInFlight,
+      serial: route.serial,
+      admit: route.admit,
+    });
+    connection.principal = principal;
+    if (principal === undefined) {
+      this.boundBeforeAuthentication(connection, request.socket, alreadyRead);
+      if (route.authTimeoutMs !== undefined) this.awaitAuthentication(route, connection, route.authTimeoutMs);
+    }
+    this.accept(route, connection);
   }
 
   /**

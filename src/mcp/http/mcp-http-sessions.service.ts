@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ErrorCode, InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { randomUUID } from 'crypto';
+import { newId } from '../../core/new-id';
 import type { ServerResponse } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
@@ -128,7 +128,7 @@ export class McpHttpSessions implements OnModuleInit {
     const { protocolVersion, capabilities, clientInfo } = body.params;
     const now = Date.now();
     const record: McpHttpSessionRecord = {
-      sessionId: randomUUID(),
+      sessionId: newId(),
       principal,
       initialize: { protocolVersion, capabilities, clientInfo },
       createdAt: now,

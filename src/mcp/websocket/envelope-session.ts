@@ -1,5 +1,5 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { randomUUID } from 'crypto';
+import { newId } from '../../core/new-id';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
 import type { AuthEnvelope, ClientEnvelope, MessageEnvelope } from '../dto/mcp.dto';
@@ -25,7 +25,7 @@ type State = 'authenticating' | 'open' | 'closing' | 'ended';
  * writes every envelope itself, so the auth answer always precedes the first message.
  */
 export class EnvelopeSession implements McpSocketSession {
-  readonly sessionId = `ws-session-${randomUUID()}`;
+  readonly sessionId = `ws-session-${newId()}`;
   private state: State = 'authenticating';
   private transport?: EnvelopeTransport;
   private server?: Server;
