@@ -61,6 +61,13 @@ export class SentenceSplitter {
   private buffer = '';
   /** How much of the buffer's start is known to be whitespace: not scanned again at each push. */
   private leadingSpace = 0;
+  /**
+   * Whitespace that came before the next piece, set aside: a buffer of nothing but whitespace
+   * grown by one push after another would be copied whole at each push (appending makes a
+   * chain of strings, reading a character of it flattens the chain), so it waits here, joined
+   * once when its piece is taken.
+   */
+  private readonly heldSpace: string[] = [];
   private pieces = 0;
   private readonly maxChars: number;
   private readonly firstClauseChars: number;
@@ -93,11 +100,12 @@ export class SentenceSplitter {
     if (this.buffer.trim()) out.push(this.take(this.buffer.length));
     this.buffer = '';
     this.leadingSpace = 0;
+    this.heldSpace.length = 0;
     return out;
   }
 
   private take(end: number): string {
-    const piece = this.buffer.slice(0, end);
+    const piece = this.heldSpace.length > 0 ? this.heldSpace.splice(0).join('') + this.buffer.slice(0, end) : this.buffer.slice(0, end);
     this.buffer = this.buffer.slice(end);
     this.leadingSpace = 0;
     this.pieces += 1;
@@ -112,6 +120,12 @@ export class SentenceSplitter {
     const text = this.buffer;
     let start = this.leadingSpace;
     while (start < text.length && isSpace(text[start])) start++;
+    if (start === text.length && start > 0) {
+      this.heldSpace.push(text);
+      this.buffer = '';
+      this.leadingSpace = 0;
+      return undefined;
+    }
     this.leadingSpace = start;
     let lastComma = -1;
     let lastSpace = -1;
