@@ -7,7 +7,7 @@ import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { DeviceEntry } from './device-entry';
 import { agentToolName } from './device-id';
-import type { PushReceipt } from './device-push';
+import { PushReceipt, pushOutcomeView } from './device-push';
 import { FleetService } from './fleet.service';
 
 /** A device as the HTTP routes show it. */
@@ -90,13 +90,7 @@ export class DevicesController {
       { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
       { principal: request.principal },
     );
-    return {
-      results: outcomes.map((outcome) =>
-        'error' in outcome
-          ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } }
-          : { device: outcome.device, ...receiptOf(outcome.receipt) },
-      ),
-    };
+    return { results: outcomes.map(pushOutcomeView) };
   }
 
   @Post(':id/say')

@@ -3,17 +3,19 @@ import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolCallContext } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
+import { pushOutcomeView } from './device-push';
 import { FleetService } from './fleet.service';
 
 interface SayArguments {
-  device_id: string;
+  device_id?: string;
+  device_ids?: string[];
   text: string;
   interrupt?: boolean;
   hold_s?: number;
 }
 
 /**
- * The fleet as tools: `device_say` makes a device the caller may reach speak, for agents (an
+ * The fleet as tools: `device_say` makes devices the caller may reach speak, for agents (an
  * MCP client, a home-automation system) and for a device's own model ("tell the kitchen dinner
  * is ready").
  */
@@ -24,22 +26,35 @@ export class FleetTools {
   @BuiltinTool({
     name: 'device_say',
     description:
-      'Makes a connected voice device say a sentence now (it waits for the turn in flight unless interrupt is true). Offline devices: refused, unless hold_s keeps it for the next connection.',
+      'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own. Offline devices: refused, unless hold_s keeps it for the next connection.',
     inputSchema: {
       type: 'object',
       properties: {
         device_id: { type: 'string', minLength: 1, maxLength: 62, description: 'The device, as it named itself (Device-Id)', examples: ['kitchen-speaker'] },
+        device_ids: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', minLength: 1, maxLength: 128 },
+          description: 'Several devices instead of device_id: ids, and globs matching the online devices you may reach',
+          examples: [['kitchen-*', 'hall-speaker']],
+        },
         text: { type: 'string', minLength: 1, description: 'What the device says', examples: ['Dinner is ready.'] },
         interrupt: { type: 'boolean', default: false, description: 'Cancel what the device is saying first' },
         hold_s: { type: 'number', minimum: 0, description: 'If the device is offline, keep the sentence this many seconds for its next connection' },
       },
-      required: ['device_id', 'text'],
+      required: ['text'],
       additionalProperties: false,
     },
   })
-  async say({ device_id: deviceId, text, interrupt, hold_s: holdS }: SayArguments, { principal }: ToolCallContext) {
+  async say({ device_id: deviceId, device_ids: deviceIds, text, interrupt, hold_s: holdS }: SayArguments, { principal }: ToolCallContext) {
+    if ((deviceId === undefined) === (deviceIds === undefined))
+      throw new ToolError('Give exactly one of device_id and device_ids', { code: 'INVALID_MESSAGE' });
     try {
-      const { delivered, turnId } = await this.fleet.say(deviceId, { text, interrupt, holdS }, { principal });
+      if (deviceIds) {
+        const outcomes = await this.fleet.sayToEach(deviceIds, { text, interrupt, holdS }, { principal });
+        return { results: outcomes.map(pushOutcomeView) };
+      }
+      const { delivered, turnId } = await this.fleet.say(deviceId!, { text, interrupt, holdS }, { principal });
       return { delivered, turn_id: turnId };
     } catch (error) {
       if (error instanceof GatewayError) throw new ToolError(error.message, { code: error.code });

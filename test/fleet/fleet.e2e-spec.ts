@@ -446,6 +446,21 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     const offline = await agent.callTool({ name: 'device_say', arguments: { device_id: 'nobody-1', text: 'Hello?' } });
     expect(offline.isError).toBe(true);
     expect(JSON.stringify(offline.content)).toContain('not connected');
+
+    // Many devices at once, each answered on its own; exactly one of device_id and device_ids.
+    const second = track(await device(stack, 'tool-say-2', OWNER, []));
+    const many = await agent.callTool({ name: 'device_say', arguments: { device_ids: ['tool-say-*', 'nobody-2'], text: 'To all of you.' } });
+    expect(many.isError).toBeFalsy();
+    expect(JSON.parse((many.content as { text: string }[])[0].text).results).toEqual([
+      { device: 'tool-say-1', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'tool-say-2', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'nobody-2', error: { code: 'DEVICE_OFFLINE', message: expect.any(String) } },
+    ]);
+    for (const listener of [speaker, second])
+      expect(await listener.until('llm_response')).toContainEqual(expect.objectContaining({ content: 'To all of you.' }));
+    const both = await agent.callTool({ name: 'device_say', arguments: { device_id: 'tool-say-1', device_ids: ['tool-say-2'], text: 'Hi.' } });
+    expect(both.isError).toBe(true);
+    expect(JSON.stringify(both.content)).toContain('exactly one of device_id and device_ids');
   });
 });
 
