@@ -138,6 +138,36 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
       }
     });
 
+    it('serves calls pipelined right behind a JWT auth frame, after it, in order', async () => {
+      const socket = await TestSocket.open(gateway.ws('/utcp'));
+      try {
+        // The JWT is checked asynchronously (its keys may be fetched): the calls wait for it.
+        socket.send({ type: 'auth', token: await token(), id: 'a1' });
+        socket.send({ type: 'call', id: 'c1', tool: 'calculator', params: { a: 1, b: 2 } });
+        socket.send({ type: 'call', id: 'c2', tool: 'calculator', params: { a: 3, b: 4 } });
+        expect([await socket.next(), await socket.next(), await socket.next()]).toEqual([
+          { type: 'auth_ok', id: 'a1' },
+          { type: 'result', id: 'c1', result: 3 },
+          { type: 'result', id: 'c2', result: 7 },
+        ]);
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('never runs a call pipelined behind a JWT auth frame that fails', async () => {
+      const socket = await TestSocket.open(gateway.ws('/utcp'));
+      try {
+        socket.send({ type: 'auth', token: await sign({ exp: Math.floor(Date.now() / 1000) - 60 }), id: 'a1' });
+        socket.send({ type: 'call', id: 'c1', tool: 'calculator', params: { a: 1, b: 2 } });
+        expect(await socket.next()).toMatchObject({ type: 'error', id: 'a1', error: { code: 'FORBIDDEN' } });
+        // A failed auth frame ends the connection (UTCP's rule here): the call is not answered, let alone run.
+        await socket.expectSilence(300);
+      } finally {
+        await socket.close();
+      }
+    });
+
     it("refuses an invalid JWT in UTCP's auth frame with its error frame", async () => {
       const socket = await TestSocket.open(gateway.ws('/utcp'));
       try {

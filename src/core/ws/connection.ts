@@ -79,6 +79,8 @@ export interface FrameConnection<State = unknown> {
   onClose?(hook: () => void): () => void;
   /** Writes what is sent until the current tick ends in one go. */
   batchThisTick?(): void;
+  /** Set by the dispatcher while a frame handled before authentication (an auth frame) has not answered: frames that need a principal wait for it. */
+  authenticating?: Promise<void>;
 }
 
 /**
@@ -101,6 +103,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   /** The protocol's own state for this connection, set when it opens. */
   state!: State;
   readonly callsInFlight: CallsInFlight;
+  authenticating?: Promise<void>;
   private heartbeat?: Heartbeat;
   private protocolPing?: () => void;
   private protocolTimeout?: () => void;

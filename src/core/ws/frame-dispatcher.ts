@@ -130,16 +130,34 @@ export class FrameDispatcher {
     const table = this.tables.get(connection.subprotocol) ?? this.tables.get('');
     const route = table?.get(frame.event) ?? (frame.event.startsWith('#') ? undefined : table?.get(FrameEvent.UNKNOWN_TYPE));
     try {
-      if (connection.principal === undefined && !route?.beforeAuth) throw new FrameRejection('unauthenticated', 'Not authenticated');
+      if (connection.principal === undefined && !route?.beforeAuth) {
+        // A frame pipelined behind an auth frame still being checked (a JWT whose keys may be
+        // fetched) waits for it, then is handled as if it came after; the unauthenticated byte
+        // bound limits how many can wait.
+        const { authenticating } = connection;
+        if (authenticating) return authenticating.then(() => this.dispatch(connection, raw));
+        throw new FrameRejection('unauthenticated', 'Not authenticated');
+      }
       if (!route) throw this.refusal(frame, table);
       const problem = route.check?.(frame.data);
       if (problem !== undefined) throw new FrameRejection('invalid', problem);
       if (route.serial) return this.serially(route, frame.data, connection);
+      if (connection.principal === undefined) return this.whileAuthenticating(connection, this.handle(route, frame.data, connection));
       return this.handle(route, frame.data, connection);
     } catch (error) {
       this.fail(connection, clientFrameOf(frame), error);
     }
     return undefined;
+  }
+
+  /** A frame handled before authentication that answers later (an auth frame being checked): the frames behind it wait until it has answered. */
+  private whileAuthenticating(connection: FrameConnection, answered: Promise<void> | undefined): Promise<void> | undefined {
+    if (!answered) return undefined;
+    const settled: Promise<void> = answered.finally(() => {
+      if (connection.authenticating === settled) connection.authenticating = undefined;
+    });
+    connection.authenticating = settled;
+    return settled;
   }
 
   /** Refuses what never became a frame (input too large for the transport to read), in the protocol's words. */
