@@ -1,4 +1,5 @@
 import { benchFleet } from './suites/fleet';
+import { benchIdentity } from './suites/identity';
 import { benchIdleConnections } from './suites/idle-connections';
 import { benchLlmTurn } from './suites/llm-turn';
 import { benchPeer } from './suites/peer';
@@ -31,6 +32,7 @@ const SUITES = {
       microIterations: smoke ? 2_000 : 200_000,
       bounds: smoke ? { warmupMs: 100, durationMs: 300, maxCallsPerConnection: 200 } : { warmupMs: 2000, durationMs: 5000, maxCallsPerConnection: 200_000 },
     }),
+  identity: (smoke: boolean) => benchIdentity(smoke ? { iterations: 200, freshTokens: 5 } : { iterations: 20_000, freshTokens: 500 }),
   fleet: (smoke: boolean) =>
     benchFleet({
       calls: {

@@ -111,4 +111,22 @@ describe('the benchmarks, in smoke mode', () => {
       target: { max_share: 0.05 },
     });
   });
+
+  it('measures what a JWT access token costs: a verified one beside a static token, and one verified from scratch per algorithm', () => {
+    const [cost] = figures.filter((figure) => figure.figure === 'jwt_check_cost');
+    expect(cost).toMatchObject({
+      static_token_ns: positive,
+      verified_jwt_ns: positive,
+      fresh_jwt_us: { RS256: positive, ES256: positive },
+      catalogue_call_ns: positive,
+      ratio: { verified_jwt_to_static: positive },
+    });
+  });
+
+  it('measures the push fan-out both ways, one request for all devices and a request per device, beside the bare fleet', () => {
+    const fanouts = figures.filter((figure) => figure.figure === 'fleet_push_fanout');
+    expect(fanouts.map((figure) => figure.way).sort()).toEqual(['one_request', 'request_per_device']);
+    for (const figure of fanouts)
+      expect(figure).toMatchObject({ gateway: { fanout_s: positive }, baseline: { fanout_s: positive }, ratio: { fanout_s: positive } });
+  });
 });
