@@ -570,7 +570,11 @@ export class EnvironmentVariables {
   @Min(10)
   MCP_WS_HEARTBEAT_INTERVAL = 30000;
 
-  @Setting({ group: 'mcpWebSocket', unit: 'milliseconds', about: 'How long without a pong ends an MCP WebSocket session.' })
+  @Setting({
+    group: 'mcpWebSocket',
+    unit: 'milliseconds',
+    about: 'How long without a pong ends an MCP WebSocket session (checked at each ping: ended within one interval after).',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(10)
@@ -676,7 +680,12 @@ export class EnvironmentVariables {
   @Min(0.01)
   CLOUD_PING_INTERVAL = 30;
 
-  @Setting({ group: 'connections', unit: 'seconds', about: 'Seconds a WebSocket client may stay silent (no frame, no pong) before its socket is closed.' })
+  @Setting({
+    group: 'connections',
+    unit: 'seconds',
+    about:
+      'Seconds a WebSocket client may stay silent (no frame, no pong) before its socket is closed (checked at each ping: closed within one `CLOUD_PING_INTERVAL` after).',
+  })
   @NumberFromEnv()
   @IsNumber()
   @Min(0.01)
