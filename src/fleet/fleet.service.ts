@@ -5,7 +5,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolCallContext } from '../core/tools/tool-definition';
-import { toolMatcher } from '../core/auth/tool-pattern';
+import { globExpression } from '../core/auth/tool-pattern';
 import { ToolError } from '../core/tools/tool-error';
 import type { DeviceEntry } from './device-entry';
 import { deviceIdProblem, isDeviceGlob } from './device-id';
@@ -282,8 +282,8 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
         visible ??= this.visibleDevices(caller)
           .map((entry) => entry.id)
           .sort();
-        const matches = toolMatcher([target]);
-        for (const id of visible) if (matches(id)) devices.add(id);
+        const matches = globExpression([target]);
+        for (const id of visible) if (matches.test(id)) devices.add(id);
       }
       if (devices.size > pushMaxDevices) {
         throw new GatewayError(

@@ -15,8 +15,7 @@ const MEMO_LIMIT = 4096;
  */
 export function toolMatcher(patterns: readonly string[]): (toolName: string) => boolean {
   if (patterns.length === 0) return () => false;
-  const alternatives = patterns.map((pattern) => pattern.split('*').map(escapeRegExp).join('.*'));
-  const expression = new RegExp(`^(?:${alternatives.join('|')})$`);
+  const expression = globExpression(patterns);
   const memo = new Map<string, boolean>();
   return (toolName) => {
     let matched = memo.get(toolName);
@@ -31,4 +30,10 @@ export function toolMatcher(patterns: readonly string[]): (toolName: string) => 
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** `patterns` as one regular expression, without the memo: for names each tested once (the devices a fan-out's glob names). */
+export function globExpression(patterns: readonly string[]): RegExp {
+  const alternatives = patterns.map((pattern) => pattern.split('*').map(escapeRegExp).join('.*'));
+  return new RegExp(`^(?:${alternatives.join('|')})$`);
 }
