@@ -183,6 +183,45 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
     });
   });
 
+  it("makes one user of several clients one principal: that user's agent reaches the user's device, another user's does not", async () => {
+    // The device's firmware and the user's assistant are different clients of the provider, with the same `sub`.
+    const deviceToken = await sign({ sub: 'alice', client_id: 'speaker-firmware', scope: 'tools:read tools:call' });
+    const agentToken = await sign({ sub: 'alice', client_id: 'home-assistant', scope: 'tools:read tools:call' });
+    const strangerToken = await sign({ sub: 'bob', client_id: 'home-assistant', scope: 'tools:read tools:call' });
+    const device = await TestSocket.open(gateway.ws('/'), { headers: { Authorization: `Bearer ${deviceToken}`, 'Device-Id': 'alice-kitchen' } });
+    const agent = new Client({ name: 'home-assistant', version: '1.0.0' });
+    try {
+      expect(await device.next()).toMatchObject({ type: 'status', status: 'connected' });
+      device.send({ type: 'register_tools', tools: [{ name: 'light_on', description: 'Turns the light on', parameters: { type: 'object', properties: {} } }] });
+      expect(await device.next()).toMatchObject({ type: 'tools_registered', count: 1 });
+
+      const devicesOf = async (bearer: string) =>
+        ((await (await get('/devices', bearer)).json()) as { devices: { id: string }[] }).devices.map((entry) => entry.id);
+      expect(await devicesOf(agentToken)).toEqual(['alice-kitchen']);
+      expect(await devicesOf(strangerToken)).toEqual([]);
+
+      await agent.connect(
+        new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${agentToken}` } } }),
+      );
+      expect((await agent.listTools()).tools.map((tool) => tool.name)).toContain('alice-kitchen__light_on');
+      const call = agent.callTool({ name: 'alice-kitchen__light_on', arguments: {} });
+      const callback = await device.next(5000);
+      expect(callback).toMatchObject({ type: 'tool_callback', tool_name: 'light_on' });
+      device.send({ type: 'tool_result', call_id: callback.call_id, success: true, result: 'on' });
+      expect((await call).content).toEqual([{ type: 'text', text: 'on' }]);
+
+      const pushed = await fetch(gateway.http('/devices/alice-kitchen/say'), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${strangerToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ text: 'Not yours.' }),
+      });
+      expect(pushed.status).toBe(404);
+    } finally {
+      await agent.close();
+      await device.close();
+    }
+  });
+
   it('still takes the static tokens', async () => {
     expect((await get('/tools', STATIC_TOKEN)).status).toBe(200);
     const client = await EnvelopeClient.connect(gateway.ws('/mcp'), STATIC_TOKEN);
