@@ -138,6 +138,24 @@ describe('gateway configuration', () => {
     );
   });
 
+  it('takes an introspection endpoint only with the client it asks as and an audience', () => {
+    const url = 'https://login.example.com/token/introspection';
+    expect(() => loadGatewayConfig({ OIDC_INTROSPECTION_URL: url, PUBLIC_URL: 'https://gw.example.com' })).toThrow(
+      /OIDC_INTROSPECTION_URL needs OIDC_INTROSPECTION_CLIENT_ID and OIDC_INTROSPECTION_CLIENT_SECRET/,
+    );
+    expect(() => loadGatewayConfig({ OIDC_INTROSPECTION_URL: url, OIDC_INTROSPECTION_CLIENT_ID: 'gw', OIDC_INTROSPECTION_CLIENT_SECRET: 's' })).toThrow(
+      /OIDC_INTROSPECTION_URL needs the audience/,
+    );
+    const config = loadGatewayConfig({
+      OIDC_INTROSPECTION_URL: url,
+      OIDC_INTROSPECTION_CLIENT_ID: 'gw',
+      OIDC_INTROSPECTION_CLIENT_SECRET: 's',
+      PUBLIC_URL: 'https://gw.example.com',
+    });
+    expect(config.auth.oidc.introspection).toEqual({ url, clientId: 'gw', clientSecret: 's' });
+    expect(config.auth.oidc.audiences).toEqual(['https://gw.example.com', 'https://gw.example.com/mcp']);
+  });
+
   it('reports bad variables and contradictory settings together, and no contradiction between variables already reported', () => {
     try {
       loadGatewayConfig({

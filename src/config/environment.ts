@@ -198,6 +198,26 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'auth',
+    unset: 'none: opaque tokens are unknown tokens',
+    about:
+      "The authorization server's RFC 7662 introspection endpoint: a bearer token that is neither a static token nor a JWT is asked about there (`OIDC_INTROSPECTION_CLIENT_ID` and `_SECRET` authenticate the gateway), accepted while active and for this gateway's audience, and the answer kept at most a minute, never past the token's `exp`.",
+  })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  OIDC_INTROSPECTION_URL?: string;
+
+  @Setting({ group: 'auth', unset: 'none', about: 'The client id the gateway introspects tokens as (HTTP Basic, `client_secret_basic`).' })
+  @IsOptional()
+  @IsString()
+  OIDC_INTROSPECTION_CLIENT_ID?: string;
+
+  @Setting({ group: 'auth', unset: 'none', about: "That client's secret." })
+  @IsOptional()
+  @IsString()
+  OIDC_INTROSPECTION_CLIENT_SECRET?: string;
+
+  @Setting({
+    group: 'auth',
     unit: 'seconds',
     about: "Seconds of the tokens file's rate-limit window (`turns_per_minute`, `tool_calls_per_minute`); 60 unless a test or a burst policy wants otherwise.",
   })
@@ -965,6 +985,20 @@ const CROSS_CHECKS: readonly CrossCheck[] = [
     problem: (env) =>
       env.OIDC_ISSUERS.trim() !== '' && env.OIDC_AUDIENCE === undefined && env.PUBLIC_URL === undefined
         ? 'OIDC_ISSUERS needs the audience its tokens must carry: set PUBLIC_URL (the URL clients reach the gateway at) or OIDC_AUDIENCE'
+        : undefined,
+  },
+  {
+    names: ['OIDC_INTROSPECTION_URL', 'OIDC_INTROSPECTION_CLIENT_ID', 'OIDC_INTROSPECTION_CLIENT_SECRET'],
+    problem: (env) =>
+      env.OIDC_INTROSPECTION_URL !== undefined && (env.OIDC_INTROSPECTION_CLIENT_ID === undefined || env.OIDC_INTROSPECTION_CLIENT_SECRET === undefined)
+        ? 'OIDC_INTROSPECTION_URL needs OIDC_INTROSPECTION_CLIENT_ID and OIDC_INTROSPECTION_CLIENT_SECRET: the endpoint answers authenticated clients only'
+        : undefined,
+  },
+  {
+    names: ['OIDC_INTROSPECTION_URL', 'OIDC_AUDIENCE', 'PUBLIC_URL'],
+    problem: (env) =>
+      env.OIDC_INTROSPECTION_URL !== undefined && env.OIDC_AUDIENCE === undefined && env.PUBLIC_URL === undefined
+        ? 'OIDC_INTROSPECTION_URL needs the audience its tokens must carry: set PUBLIC_URL or OIDC_AUDIENCE'
         : undefined,
   },
   {

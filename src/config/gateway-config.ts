@@ -89,6 +89,8 @@ export interface GatewayConfig {
       fetchTimeoutMs: number;
       /** Least time between two key fetches an unknown `kid` causes. */
       jwksCooldownMs: number;
+      /** RFC 7662 introspection of opaque tokens, when `OIDC_INTROSPECTION_URL` is set. */
+      introspection?: { url: string; clientId: string; clientSecret: string };
       /** `scopes_supported` of the protected resource metadata. */
       scopes: string[];
     };
@@ -286,6 +288,10 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
         fetchTimeoutMs: seconds(env.OIDC_FETCH_TIMEOUT),
         jwksCooldownMs: seconds(env.OIDC_JWKS_COOLDOWN),
         scopes: listOf(env.OIDC_SCOPES),
+        introspection:
+          env.OIDC_INTROSPECTION_URL === undefined
+            ? undefined
+            : { url: env.OIDC_INTROSPECTION_URL, clientId: env.OIDC_INTROSPECTION_CLIENT_ID!, clientSecret: env.OIDC_INTROSPECTION_CLIENT_SECRET! },
       },
     },
     tools: {
@@ -391,7 +397,7 @@ export function loadGatewayConfig(source: Record<string, unknown>, overrides: En
 
 /** Whether any token is configured (`AUTH_TOKENS` or a tokens file): the shared routes are not open to everyone. */
 export function hasTokens(auth: GatewayConfig['auth']): boolean {
-  return auth.tokens.length > 0 || auth.tokensFile !== undefined || auth.oidc.issuers.length > 0;
+  return auth.tokens.length > 0 || auth.tokensFile !== undefined || auth.oidc.issuers.length > 0 || auth.oidc.introspection !== undefined;
 }
 
 /**

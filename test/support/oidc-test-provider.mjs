@@ -1,7 +1,8 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for the identity tests: oidc-provider
 // (certified, ESM only, hence its own process), on 127.0.0.1:<free port>, plain HTTP (a test
 // issuer). Client credentials with resource indicators (RFC 8707): access tokens are JWTs
-// (RS256) whose `aud` is the requested resource. Prints one JSON line on stdout once listening:
+// (RS256) whose `aud` is the requested resource, opaque for a resource ending in /opaque
+// (introspected at /token/introspection; revoked at /token/revocation). Prints one JSON line on stdout once listening:
 // {issuer, keys: [private JWK...]} (the test signs tokens the provider would not, with its key).
 // Reads commands on stdin: `rotate` puts a new signing key first (the old one stays published)
 // and answers `rotated <kid>`.
@@ -68,6 +69,8 @@ function build() {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => undefined,
@@ -76,7 +79,8 @@ function build() {
           scope: 'tools:read tools:call',
           audience: resource,
           accessTokenTTL: resource.endsWith('/short-lived') ? 2 : 300,
-          accessTokenFormat: 'jwt',
+          // A resource ending in /opaque gets opaque tokens, which its server must introspect (RFC 7662).
+          accessTokenFormat: resource.endsWith('/opaque') ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         }),
       },

@@ -5,7 +5,8 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { MaybePromise } from '../maybe-promise';
 import { watchFileChanges } from './file-watch';
 import { FULL_ACCESS, Grant, NO_ACCESS } from './grant';
-import { JwtAccessTokens, looksLikeJwt, OIDC_PRINCIPAL_PREFIX } from './jwt-access-tokens';
+import { JwtAccessTokens, type JwtVerification, looksLikeJwt, OIDC_PRINCIPAL_PREFIX } from './jwt-access-tokens';
+import { TokenIntrospection } from './token-introspection';
 import { grantByRules, JwtFacts, scopesForTool, scopesOfRules } from './oidc-rules';
 import { NamedToken, OidcRule, parseTokensDocument, TokensDocument, tokenDigest, TokensFileError } from './tokens-file';
 
@@ -70,6 +71,8 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
   private lastText?: string;
   /** JWT access tokens of `OIDC_ISSUERS`. */
   readonly jwts: JwtAccessTokens;
+  /** Opaque access tokens, asked about at `OIDC_INTROSPECTION_URL`. */
+  readonly introspection: TokenIntrospection;
   /** The `oidc` rules of the tokens file. */
   private rules: OidcRule[] = [];
   /** Bumped whenever the rules change, so remembered JWT grants are computed again. */
@@ -79,6 +82,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
 
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
     this.jwts = new JwtAccessTokens(config.auth.oidc);
+    this.introspection = new TokenIntrospection(config.auth.oidc);
     this.realms.set(SHARED_REALM, { digests: config.auth.tokens.map(tokenDigest), openWithoutTokens: true });
     const path = config.auth.tokensFile;
     if (path !== undefined) this.use(this.read(path));
@@ -100,7 +104,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
 
   /** Whether any token is configured (`AUTH_TOKENS`, `AUTH_TOKENS_FILE` or `OIDC_ISSUERS`); with none the shared routes are open. */
   get enabled(): boolean {
-    return this.realm(SHARED_REALM).digests.length > 0 || this.config.auth.tokensFile !== undefined || this.jwts.enabled;
+    return this.realm(SHARED_REALM).digests.length > 0 || this.config.auth.tokensFile !== undefined || this.jwts.enabled || this.introspection.enabled;
   }
 
   /**
@@ -121,9 +125,14 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
    */
   authenticateBearer(token: string | undefined, realmName: string = SHARED_REALM): MaybePromise<AuthenticationResult> {
     if (token !== undefined && this.jwts.enabled && looksLikeJwt(token) && (this.enabled || !this.realm(realmName).openWithoutTokens)) {
-      return this.authenticateJwt(token);
+      return this.jwts.verify(token).then((verified) => this.authenticateVerified(verified));
     }
-    return this.authenticate(token, realmName);
+    const result = this.authenticate(token, realmName);
+    // Not a static token: with an introspection endpoint, an opaque token of the authorization server perhaps.
+    if (!result.ok && token && this.introspection.enabled && !looksLikeJwt(token)) {
+      return this.introspection.introspect(token).then((verified) => this.authenticateVerified(verified));
+    }
+    return result;
   }
 
   /**
@@ -138,7 +147,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     }
     const result = this.authenticateStatic(token, realm);
     // With an authorization server, an unknown token is an invalid one (401), so OAuth clients fetch a new one.
-    if (!result.ok && this.jwts.enabled) return { ok: false, status: 401, reason: result.reason, error: 'invalid_token' };
+    if (!result.ok && (this.jwts.enabled || this.introspection.enabled)) return { ok: false, status: 401, reason: result.reason, error: 'invalid_token' };
     return result;
   }
 
@@ -165,8 +174,8 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     return parts.length === 0 ? 'Bearer' : `Bearer ${parts.join(', ')}`;
   }
 
-  private async authenticateJwt(token: string): Promise<AuthenticationResult> {
-    const verified = await this.jwts.verify(token);
+  /** A token the authorization server vouches for (a verified JWT, an active introspected token), as a principal with its grant. */
+  private authenticateVerified(verified: JwtVerification): AuthenticationResult {
     if (!verified.ok) return { ok: false, status: 401, reason: verified.reason, error: 'invalid_token' };
     const facts: JwtFacts = { issuer: verified.issuer, claims: verified.claims, scopes: verified.scopes };
     const grant = this.grantOfJwt(facts);
