@@ -1,67 +1,27 @@
 import { join } from 'path';
 import type { Page } from 'playwright-core';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
-import { ARTIFACTS_DIR, launchChromium, TestBrowser } from '../support/browser';
+import { ARTIFACTS_DIR } from '../support/browser';
+import { consoleInBrowser, DESKTOP, PHONE } from '../support/console-browser';
 import { RunningGateway, startGateway } from '../support/gateway';
-import { LlmStack, startLlmStack } from '../support/llm-stack';
 import { freePort } from '../support/ports';
 import { toolResults } from '../support/scripted-llm';
 
 const TOKEN = 'console-token';
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 900 };
 
 /**
  * The web console in headless Chromium against the real gateway and a scripted model: what a
  * person at the page sees. One screenshot per main view goes to test-artifacts/.
  */
 describe('web console in a real browser', () => {
-  let stack: LlmStack;
-  let browser: TestBrowser;
-  const pageErrors: string[] = [];
-  /** Requests the page's Content-Security-Policy blocked (Chromium reports them on the console). */
-  const blocked: string[] = [];
-
-  beforeAll(async () => {
-    stack = await startLlmStack({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 2 });
-    browser = await launchChromium().catch(async (error: unknown) => {
-      await stack.close();
-      throw error;
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.close();
-  });
-
-  beforeEach(() => stack.llm.reset());
-
-  afterEach(async () => {
-    await Promise.all((browser?.context.pages() ?? []).map((page) => page.close()));
-    expect(pageErrors).toEqual([]);
-    expect(blocked).toEqual([]);
-  });
+  const pages = consoleInBrowser({ AUTH_TOKENS: TOKEN, CLIENT_TOOL_TIMEOUT: 2 });
 
   /** A console page, connected with `token`; waits until the page says so. */
   async function openConsole(token = TOKEN, viewport = DESKTOP): Promise<Page> {
-    const page = await newConsolePage('/', viewport);
+    const page = await pages.newPage('/', viewport);
     await page.fill('#token', token);
     await page.click('#connect');
     if (token === TOKEN) await page.waitForSelector('#connection-state[data-state="open"]');
-    return page;
-  }
-
-  /** The console page at `path` of the stack's gateway, ready, not connected. */
-  async function newConsolePage(path: string, viewport = DESKTOP): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) blocked.push(message.text());
-    });
-    await page.setViewportSize(viewport);
-    await page.goto(stack.gateway.http(path));
-    await page.waitForSelector('body[data-ready="true"]');
     return page;
   }
 
@@ -114,7 +74,7 @@ describe('web console in a real browser', () => {
 
   it('shows an answer sentence by sentence as it streams, its first-sentence latency, and stops one with Stop', async () => {
     const page = await openConsole();
-    stack.llm.reply({ text: 'It is sunny in Beijing. The high is 25 degrees. The wind is light.', pace: { firstTokenMs: 50, tokensPerSecond: 20 } });
+    pages.stack.llm.reply({ text: 'It is sunny in Beijing. The high is 25 degrees. The wind is light.', pace: { firstTokenMs: 50, tokensPerSecond: 20 } });
     await say(page, 'Weather?');
     // Read in the page on every frame: the streaming entry lives only until the final answer
     // comes, which can be shorter than a locator's polling interval.
@@ -129,7 +89,7 @@ describe('web console in a real browser', () => {
     await shown(page, '.entry-assistant:not(.streaming)', 'It is sunny in Beijing. The high is 25 degrees. The wind is light.');
     expect(await shown(page, '.entry-assistant .timing', /first sentence \d+ ms · total \d+ ms/)).toBeTruthy();
 
-    stack.llm.reply({ text: 'One. Two is a longer sentence. Three never comes. Four neither.', pace: { firstTokenMs: 50, tokensPerSecond: 10 } });
+    pages.stack.llm.reply({ text: 'One. Two is a longer sentence. Three never comes. Four neither.', pace: { firstTokenMs: 50, tokensPerSecond: 10 } });
     await say(page, 'Count');
     await page.locator('.entry-assistant.streaming', { hasText: 'One.' }).waitFor({ timeout: 10_000 });
     await page.click('#chat-stop');
@@ -152,7 +112,7 @@ describe('web console in a real browser', () => {
     expect(refused).toMatch(/must start with a letter/);
     await screenshot(page, 'console-device-tools');
 
-    stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
+    pages.stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
       text: `Battery at ${toolResults(request).b.level}%, ${toolResults(request).b.charging ? 'charging' : 'not charging'}`,
     }));
     await page.click('[data-tab="chat"]');
@@ -164,7 +124,7 @@ describe('web console in a real browser', () => {
     await page.click('[data-tab="tools"]');
     await battery.locator('input[type="checkbox"]').check();
     await page.click('[data-tab="chat"]');
-    stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
+    pages.stack.llm.reply({ toolCalls: [{ id: 'b', name: 'get_battery', arguments: {} }] }, (request) => ({
       text: `The device said: ${toolResults(request).b.error.message}`,
     }));
     await say(page, 'And now?');
@@ -174,11 +134,11 @@ describe('web console in a real browser', () => {
 
   it('shows every kind of error with its code and what it means', async () => {
     const page = await openConsole();
-    stack.llm.reply({ fault: 'http500' });
+    pages.stack.llm.reply({ fault: 'http500' });
     await say(page, 'hello');
     expect(await shown(page, '.entry-error', 'LLM_ERROR')).toMatch(/check LLM_BASE_URL/);
 
-    stack.llm.reply({ toolCalls: [{ id: 'd', name: 'calculator', arguments: { a: 1, b: 0, operation: 'divide' } }] }, { text: 'Cannot divide by zero.' });
+    pages.stack.llm.reply({ toolCalls: [{ id: 'd', name: 'calculator', arguments: { a: 1, b: 0, operation: 'divide' } }] }, { text: 'Cannot divide by zero.' });
     await say(page, '1 / 0?');
     const duringTurn = await shown(page, '.entry-tool.failed', 'Server tool calculator');
     expect(duringTurn).toContain('TOOL_EXECUTION_FAILED Division by zero');
@@ -190,7 +150,7 @@ describe('web console in a real browser', () => {
     await page.click('#device-tools-register');
     await page.locator('.device-tool .tool-status[data-state="registered"]').first().waitFor();
     await page.click('[data-tab="chat"]');
-    stack.llm.reply({ toolCalls: [{ name: 'get_battery', arguments: {} }] });
+    pages.stack.llm.reply({ toolCalls: [{ name: 'get_battery', arguments: {} }] });
     await say(page, 'battery?');
     expect(await shown(page, '.entry-error', 'TOOL_RESULT_TIMEOUT')).toMatch(/did not answer within CLIENT_TOOL_TIMEOUT/);
 
@@ -217,7 +177,7 @@ describe('web console in a real browser', () => {
 
   it('tells an unreachable gateway apart from a refused token', async () => {
     const nobody = await freePort();
-    const page = await newConsolePage(`/?gateway=${encodeURIComponent(`ws://127.0.0.1:${nobody}/`)}`);
+    const page = await pages.newPage(`/?gateway=${encodeURIComponent(`ws://127.0.0.1:${nobody}/`)}`);
     expect(await page.inputValue('#gateway-url')).toBe(`ws://127.0.0.1:${nobody}/`);
     expect(await connectWith(page, TOKEN)).toBe('closed');
     expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('unreachable');
@@ -244,7 +204,7 @@ describe('web console in a real browser', () => {
     afterAll(() => other?.close());
 
     it('connects, reads its catalogue and calls its tools, with the page served by the first one', async () => {
-      const page = await newConsolePage(`/?gateway=${encodeURIComponent(other.ws('/'))}`);
+      const page = await pages.newPage(`/?gateway=${encodeURIComponent(other.ws('/'))}`);
       expect(await connectWith(page, 'wrong')).toBe('closed');
       expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('forbidden');
 
@@ -273,7 +233,7 @@ describe('web console in a real browser', () => {
     await shown(page, '#settings-result', 'Sent');
     await say(page, 'remember me');
     await shown(page, '.entry-assistant', 'You said: remember me');
-    expect(stack.llm.requests.at(-1)).toMatchObject({ temperature: 0.2, max_tokens: 64 });
+    expect(pages.stack.llm.requests.at(-1)).toMatchObject({ temperature: 0.2, max_tokens: 64 });
 
     const first = (await page.textContent('#session-id'))!;
     await page.click('#session-end');

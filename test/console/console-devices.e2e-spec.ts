@@ -1,13 +1,12 @@
 import { join } from 'path';
 import type { Page, Request } from 'playwright-core';
 import { WebSocket } from 'ws';
-import { ARTIFACTS_DIR, launchChromium, TestBrowser } from '../support/browser';
-import { LlmClient, LlmStack, startLlmStack } from '../support/llm-stack';
+import { ARTIFACTS_DIR } from '../support/browser';
+import { consoleInBrowser, PHONE } from '../support/console-browser';
+import type { LlmClient } from '../support/llm-stack';
 
 const TOKEN = 'console-token';
 const STRANGER = 'stranger-token';
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 900 };
 
 const LIGHT = {
   name: 'light_on',
@@ -34,37 +33,16 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<void>
 
 /** The console's Devices view in headless Chromium, against devices that are `ws` clients of the test. */
 describe('web console: Devices view in a real browser', () => {
-  let stack: LlmStack;
-  let browser: TestBrowser;
-  const pageErrors: string[] = [];
-  const blocked: string[] = [];
+  const pages = consoleInBrowser({ AUTH_TOKENS: `${TOKEN},${STRANGER}`, CLIENT_TOOL_TIMEOUT: 2 });
   const sockets: LlmClient[] = [];
 
-  beforeAll(async () => {
-    stack = await startLlmStack({ AUTH_TOKENS: `${TOKEN},${STRANGER}`, CLIENT_TOOL_TIMEOUT: 2 });
-    browser = await launchChromium().catch(async (error: unknown) => {
-      await stack.close();
-      throw error;
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.close();
-  });
-
-  beforeEach(() => stack.llm.reset());
-
   afterEach(async () => {
-    await Promise.all((browser?.context.pages() ?? []).map((page) => page.close()));
     await Promise.all(sockets.splice(0).map((socket) => socket.close()));
-    expect(pageErrors.splice(0)).toEqual([]);
-    expect(blocked.splice(0)).toEqual([]);
   });
 
   /** A device connected as `id` with `token`, its tools registered. */
   async function device(id: string, tools: unknown[], token = TOKEN): Promise<LlmClient> {
-    const socket = await stack.connect('/', { Authorization: `Bearer ${token}`, 'Device-Id': id });
+    const socket = await pages.stack.connect('/', { Authorization: `Bearer ${token}`, 'Device-Id': id });
     sockets.push(socket);
     socket.send({ type: 'register_tools', tools });
     expect(await socket.next()).toMatchObject({ type: 'tools_registered', count: tools.length });
@@ -73,21 +51,9 @@ describe('web console: Devices view in a real browser', () => {
 
   /** A console page with `token` entered, not connected, showing the Devices view. */
   async function openDevices(token = TOKEN): Promise<Page> {
-    const page = await newPage();
+    const page = await pages.newPage();
     await page.fill('#token', token);
     await page.click('[data-tab="devices"]');
-    return page;
-  }
-
-  async function newPage(): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) blocked.push(message.text());
-    });
-    await page.setViewportSize(DESKTOP);
-    await page.goto(stack.gateway.http('/'));
-    await page.waitForSelector('body[data-ready="true"]');
     return page;
   }
 
@@ -174,7 +140,7 @@ describe('web console: Devices view in a real browser', () => {
     const turn = await speaker.until('status', 'idle');
     expect(turn.find((frame) => frame.type === 'llm_response')).toMatchObject({ origin: 'push', content: 'You said: What is on the shopping list?' });
     await shown(page, '.fleet-device .call-result[data-push="turn"][data-ok="true"]', 'Sent to the device');
-    expect(stack.llm.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'user', content: 'What is on the shopping list?' });
+    expect(pages.stack.llm.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'user', content: 'What is on the shopping list?' });
     await light.locator('summary').click();
     await page.evaluate(() => (globalThis as any).scrollTo(0, 0));
     await page.screenshot({ path: join(ARTIFACTS_DIR, 'console-devices.png') });
@@ -260,7 +226,7 @@ describe('web console: Devices view in a real browser', () => {
   }, 40_000);
 
   it('makes the console itself a device: listed, its tools called from the list, pushes shown in its chat', async () => {
-    const page = await newPage();
+    const page = await pages.newPage();
     await page.fill('#token', TOKEN);
     await page.fill('#device-id', 'bad id!');
     await page.click('#connect');
@@ -305,14 +271,14 @@ describe('web console: Devices view in a real browser', () => {
     expect(await shown(page, '.entry-assistant.pushed', 'Hello from the Devices view')).toContain('Pushed by the gateway');
 
     // Another connection takes the id: the page lets it go rather than take it back for ever.
-    const taker = await stack.connect('/', { Authorization: `Bearer ${TOKEN}`, 'Device-Id': 'console-1' });
+    const taker = await pages.stack.connect('/', { Authorization: `Bearer ${TOKEN}`, 'Device-Id': 'console-1' });
     sockets.push(taker);
     expect(await shown(page, '#connection-problem', 'close 4409')).toContain('another connection named itself device "console-1"');
     expect(await page.getAttribute('#connection-problem', 'data-reason')).toBe('replaced');
     await taker.expectSilence(1500);
     expect(taker.socket.readyState).toBe(WebSocket.OPEN);
     expect(await page.getAttribute('#connection-state', 'data-state')).toBe('idle');
-    const listed = await (await fetch(stack.gateway.http('/devices/console-1'), { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
+    const listed = await (await fetch(pages.stack.gateway.http('/devices/console-1'), { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
     expect(listed).toMatchObject({ id: 'console-1', tools: [] });
   });
 });
