@@ -14,6 +14,7 @@ import {
   type KeyLike,
 } from 'jose';
 import type { GatewayConfig } from '../../config/gateway-config';
+import { KeptVerifications } from './kept-verifications';
 
 export type OidcSettings = GatewayConfig['auth']['oidc'];
 
@@ -68,10 +69,6 @@ interface Issuer {
   failure?: string;
 }
 
-/** How long, and for how many tokens, a verification is kept. */
-const VERIFIED_TTL_MS = 60_000;
-const VERIFIED_MAX = 10_000;
-
 /**
  * Checks JWT access tokens from the trusted issuers (`OIDC_ISSUERS`): the issuer is chosen by
  * the token's `iss` (one not trusted is refused before any fetch), its metadata is discovered
@@ -83,8 +80,7 @@ const VERIFIED_MAX = 10_000;
  */
 export class JwtAccessTokens {
   private readonly issuers = new Map<string, Issuer>();
-  /** Tokens verified lately, by their SHA-256: an HTTP client sends the same token with every call, and a signature check costs more than a call. */
-  private readonly verified = new Map<string, { verification: JwtVerification & { ok: true }; until: number }>();
+  private readonly verified = new KeptVerifications();
 
   constructor(
     private readonly settings: OidcSettings,
@@ -108,17 +104,7 @@ export class JwtAccessTokens {
    */
   async verify(token: string): Promise<JwtVerification> {
     if (token.length > MAX_JWT_LENGTH) return { ok: false, reason: `Invalid token: longer than ${MAX_JWT_LENGTH} characters` };
-    const digest = createHash('sha256').update(token).digest('base64');
-    const now = Date.now();
-    const kept = this.verified.get(digest);
-    if (kept && kept.until > now) return kept.verification;
-    if (kept) this.verified.delete(digest);
-    const verification = await this.check(token);
-    if (verification.ok) {
-      if (this.verified.size >= VERIFIED_MAX) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(digest, { verification, until: Math.min(now + VERIFIED_TTL_MS, verification.expiresAt ?? Infinity) });
-    }
-    return verification;
+    return this.verified.of(token, (checked) => this.check(checked));
   }
 
   private async check(token: string): Promise<JwtVerification> {

@@ -1,9 +1,5 @@
-import { createHash } from 'crypto';
 import { type JwtVerification, MAX_JWT_LENGTH, type OidcSettings, oidcPrincipal, scopesOf } from './jwt-access-tokens';
-
-/** How long, and for how many tokens, an active answer is kept. */
-const ACTIVE_TTL_MS = 60_000;
-const ACTIVE_MAX = 10_000;
+import { KeptVerifications } from './kept-verifications';
 
 /**
  * RFC 7662 introspection of opaque access tokens (`OIDC_INTROSPECTION_URL`): the gateway posts
@@ -15,7 +11,7 @@ const ACTIVE_MAX = 10_000;
  * be seen); refusals are not kept, and every request is bounded by `OIDC_FETCH_TIMEOUT`.
  */
 export class TokenIntrospection {
-  private readonly active = new Map<string, { verification: JwtVerification & { ok: true }; until: number }>();
+  private readonly active = new KeptVerifications();
 
   constructor(
     private readonly settings: OidcSettings,
@@ -28,17 +24,7 @@ export class TokenIntrospection {
 
   async introspect(token: string): Promise<JwtVerification> {
     if (token.length > MAX_JWT_LENGTH) return { ok: false, reason: `Invalid token: longer than ${MAX_JWT_LENGTH} characters` };
-    const digest = createHash('sha256').update(token).digest('base64');
-    const now = Date.now();
-    const kept = this.active.get(digest);
-    if (kept && kept.until > now) return kept.verification;
-    if (kept) this.active.delete(digest);
-    const verification = await this.ask(token);
-    if (verification.ok) {
-      if (this.active.size >= ACTIVE_MAX) this.active.delete(this.active.keys().next().value!);
-      this.active.set(digest, { verification, until: Math.min(now + ACTIVE_TTL_MS, verification.expiresAt ?? Infinity) });
-    }
-    return verification;
+    return this.active.of(token, (asked) => this.ask(asked));
   }
 
   private async ask(token: string): Promise<JwtVerification> {
