@@ -138,6 +138,21 @@ describe('JWT access tokens from a real authorization server (oidc-provider)', (
       }
     });
 
+    it('authenticates a JWT sent at the UTCP upgrade (its header), before the first call is read', async () => {
+      const socket = await TestSocket.open(gateway.ws('/utcp'), { headers: { Authorization: `Bearer ${await token()}` } });
+      try {
+        socket.send({ type: 'call', id: 'c1', tool: 'calculator', params: { a: 1, b: 2 } });
+        expect(await socket.next()).toEqual({ type: 'result', id: 'c1', result: 3 });
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('refuses the UTCP upgrade of an expired JWT with 401', async () => {
+      const expired = await sign({ exp: Math.floor(Date.now() / 1000) - 60 });
+      expect(await refusal(TestSocket.open(gateway.ws('/utcp'), { headers: { Authorization: `Bearer ${expired}` } }))).toMatchObject({ status: 401 });
+    });
+
     it('serves calls pipelined right behind a JWT auth frame, after it, in order', async () => {
       const socket = await TestSocket.open(gateway.ws('/utcp'));
       try {

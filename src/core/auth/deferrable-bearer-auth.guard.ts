@@ -25,9 +25,10 @@ export class DeferrableBearerAuthGuard extends BearerAuthGuard {
     super(tokens);
   }
 
-  override canUpgrade(context: UpgradeContext): void {
+  override canUpgrade(context: UpgradeContext): MaybePromise<void> {
     if (this.tokens.enabled && !offersCredential(context.request)) return;
-    super.canUpgrade(context);
+    // Returned, not dropped: a JWT or an introspected token is checked asynchronously, and the upgrade must wait for it.
+    return super.canUpgrade(context);
   }
 
   /** An auth frame's token (see {@link MessageAuthenticator}): authenticates `connection`, or throws UNAUTHORIZED/FORBIDDEN. */
