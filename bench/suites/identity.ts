@@ -1,23 +1,14 @@
 import { createServer, Server } from 'http';
-import { dirname, join } from 'path';
 import type * as GatewayConfigModule from '../../src/config/gateway-config';
 import type * as AccessTokenModule from '../../src/core/auth/access-token.service';
-import { PROJECT_ROOT } from '../support/processes';
-import { emit, ratio, round } from '../support/stats';
-import { measureCheckCost } from './tokens-file-micro';
+import { emit, median, ratio, round } from '../support/stats';
+import { fromBuild, measureCheckCost } from './tokens-file-micro';
 
 export interface IdentityOptions {
   /** Checks per batch; batches alternate between the kinds of token, nine each, medians compared. */
   iterations: number;
   /** Distinct JWTs verified from scratch (signature and claims), per algorithm. */
   freshTokens: number;
-}
-
-/** A module of the gateway build under test (`dist/`, or `BENCH_GATEWAY_MAIN`'s). */
-function fromBuild<T>(path: string): T {
-  const main = process.env.BENCH_GATEWAY_MAIN ?? join(PROJECT_ROOT, 'dist', 'main.js');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require(join(dirname(main), path)) as T;
 }
 
 const AUDIENCE = 'https://gateway.bench';
@@ -33,8 +24,6 @@ async function startIssuer(jwks: object): Promise<{ url: string; server: Server 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /**
  * What a JWT access token costs the gateway (issue 27's target: under 5% of a tool call), in this

@@ -6,10 +6,10 @@ import type * as AccessTokenModule from '../../src/core/auth/access-token.servic
 import type * as RateLimitModule from '../../src/core/limits/rate-limit.service';
 import type * as ToolRegistryModule from '../../src/core/tools/tool-registry.service';
 import { PROJECT_ROOT } from '../support/processes';
-import { round } from '../support/stats';
+import { median, round } from '../support/stats';
 
 /** A module of the gateway build under test (`dist/`, or `BENCH_GATEWAY_MAIN`'s), as the servers run it. */
-function fromBuild<T>(path: string): T {
+export function fromBuild<T>(path: string): T {
   const main = process.env.BENCH_GATEWAY_MAIN ?? join(PROJECT_ROOT, 'dist', 'main.js');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require(join(dirname(main), path)) as T;
@@ -75,7 +75,6 @@ export function measureCheckCost(tokensFileText: string, token: string, iteratio
       without.push(batch(full.principal, false));
       withChecks.push(batch(named.principal, true));
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
     registry.onModuleDestroy();
     const fullNs = median(without);
     const namedNs = median(withChecks);

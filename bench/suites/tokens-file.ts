@@ -3,7 +3,7 @@ import { tmpdir } from 'os';
 import { join } from 'path';
 import type { LoopBounds } from '../support/closed-loop';
 import { BENCH_TOKEN, gatewayServer } from '../support/servers';
-import { emit, ratio, round } from '../support/stats';
+import { emit, median, ratio, round } from '../support/stats';
 import { measureCheckCost } from './tokens-file-micro';
 import { measureThroughput, PROTOCOLS, ThroughputFigures, withServer } from './tool-calls';
 
@@ -29,8 +29,6 @@ const TOKENS_FILE = `tokens:
     tools: ["get_*", "calc*"]
     rate_limits: { tool_calls_per_minute: 1000000000 }
 `;
-
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 function medianFigures(runs: ThroughputFigures[]): ThroughputFigures {
   return {

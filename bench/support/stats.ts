@@ -24,6 +24,11 @@ export function summarise(samplesMs: number[]): LatencySummary {
   };
 }
 
+/** The middle value (the upper middle of an even count). */
+export function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+}
+
 /** Three significant decimals: enough for sub-millisecond latencies, short enough to read. */
 export function round(value: number, digits = 3): number {
   const scale = 10 ** digits;
