@@ -349,7 +349,7 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
     } catch (error) {
       return batch.map(({ device }) =>
         leftBeforeDelivery(error)
-          ? { device, code: GatewayErrorCode.DEVICE_OFFLINE, message: `Device "${device}" is not connected` }
+          ? { device, code: GatewayErrorCode.DEVICE_OFFLINE, message: offline(device).message }
           : { device, code: GatewayErrorCode.TOOL_UNAVAILABLE, message: notAnswered(device).message },
       );
     }

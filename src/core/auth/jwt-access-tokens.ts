@@ -98,9 +98,8 @@ export class JwtAccessTokens {
   }
 
   /**
-   * The token checked, or a verification of the same token kept for at most
-   * {@link VERIFIED_TTL_MS} and never past its `exp` (so a key the issuer withdraws stops a token
-   * it signed within that time). Refusals are not kept: a flood of bad tokens fills nothing.
+   * The token checked, or a verification of the same token kept by {@link KeptVerifications}
+   * (at most a minute, never past its `exp`, refusals never).
    */
   async verify(token: string): Promise<JwtVerification> {
     if (token.length > MAX_JWT_LENGTH) return { ok: false, reason: `Invalid token: longer than ${MAX_JWT_LENGTH} characters` };
