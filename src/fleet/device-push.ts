@@ -31,11 +31,16 @@ export interface PushReceipt {
 /** What became of a push to one of many devices: its receipt, or why it did not reach it. */
 export type PushOutcome = { device: string; receipt: PushReceipt } | { device: string; error: GatewayError };
 
-/** An outcome as callers read it, over HTTP and from `device_say`: `{device, delivered, turn_id}` or `{device, error: {code, message}}`. */
+/** A receipt as callers read it, over HTTP and from the fleet's tools: `{delivered, turn_id}`. */
+export function receiptView({ delivered, turnId }: PushReceipt) {
+  return { delivered, turn_id: turnId };
+}
+
+/** An outcome as callers read it: `{device, delivered, turn_id}` or `{device, error: {code, message}}`. */
 export function pushOutcomeView(outcome: PushOutcome) {
   return 'error' in outcome
     ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } }
-    : { device: outcome.device, delivered: outcome.receipt.delivered, turn_id: outcome.receipt.turnId };
+    : { device: outcome.device, ...receiptView(outcome.receipt) };
 }
 
 /** Who asks for a push: the device must be theirs, or granted to their token (`devices` globs). */

@@ -7,7 +7,7 @@ import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { DeviceEntry } from './device-entry';
 import { agentToolName } from './device-id';
-import { PushReceipt, pushOutcomeView } from './device-push';
+import { pushOutcomeView, receiptView } from './device-push';
 import { FleetService } from './fleet.service';
 
 /** A device as the HTTP routes show it. */
@@ -30,8 +30,6 @@ const viewOf = (entry: DeviceEntry): DeviceView => ({
     visibility: tool.visibility,
   })),
 });
-
-const receiptOf = ({ delivered, turnId }: PushReceipt) => ({ delivered, turn_id: turnId });
 
 function objectBody(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body))
@@ -102,7 +100,7 @@ export class DevicesController {
       { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
       { principal: request.principal },
     );
-    return receiptOf(receipt);
+    return receiptView(receipt);
   }
 
   @Post(':id/turns')
@@ -110,7 +108,7 @@ export class DevicesController {
   async turn(@Param('id') id: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest) {
     const body = objectBody(raw);
     const receipt = await this.fleet.startTurn(id, { text: body.text as string, holdS: body.hold_s as number | undefined }, { principal: request.principal });
-    return receiptOf(receipt);
+    return receiptView(receipt);
   }
 
   /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */

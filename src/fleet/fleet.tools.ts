@@ -3,7 +3,7 @@ import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolCallContext } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
-import { pushOutcomeView } from './device-push';
+import { pushOutcomeView, receiptView } from './device-push';
 import { FleetService } from './fleet.service';
 
 interface SayArguments {
@@ -54,8 +54,7 @@ export class FleetTools {
         const outcomes = await this.fleet.sayToEach(deviceIds, { text, interrupt, holdS }, { principal });
         return { results: outcomes.map(pushOutcomeView) };
       }
-      const { delivered, turnId } = await this.fleet.say(deviceId!, { text, interrupt, holdS }, { principal });
-      return { delivered, turn_id: turnId };
+      return receiptView(await this.fleet.say(deviceId!, { text, interrupt, holdS }, { principal }));
     } catch (error) {
       if (error instanceof GatewayError) throw new ToolError(error.message, { code: error.code });
       throw error;
