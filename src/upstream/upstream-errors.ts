@@ -10,11 +10,13 @@ const MAX_MESSAGE_LENGTH = 300;
 
 /**
  * The values of a server's entry that may be secret: header and env values (and each word of
- * them, for `Bearer <token>`), and the URL's password and query values.
+ * them, for `Bearer <token>`), the URL's password and query values, and the OAuth client secret.
  */
 function secretsOf(server: UpstreamServerConfig): string[] {
   const values =
-    server.transport === 'stdio' ? Object.values(server.env) : [...Object.values(server.headers), server.url.password, ...server.url.searchParams.values()];
+    server.transport === 'stdio'
+      ? Object.values(server.env)
+      : [...Object.values(server.headers), server.url.password, ...server.url.searchParams.values(), ...(server.oauth ? [server.oauth.clientSecret] : [])];
   const words = values.flatMap((value) => [value, ...value.split(/\s+/)]);
   return [...new Set(words.filter((word) => word.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length);
 }

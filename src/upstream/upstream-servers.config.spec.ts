@@ -52,6 +52,11 @@ describe('the MCP servers file', () => {
     expect(parse({ s: { type: 'stdio', command: 'x' } })[0]).toMatchObject({ transport: 'stdio' });
   });
 
+  it('takes OAuth client credentials for a remote server', () => {
+    const oauth = { issuer: 'https://login.example.com/realms/tools', clientId: 'gateway', clientSecret: 'secret-of-the-gateway', scope: 'search:read' };
+    expect(parse({ search: { url: 'https://search.example.com/mcp', oauth } })[0]).toMatchObject({ oauth });
+  });
+
   it('accepts an empty list', () => {
     expect(parse({})).toEqual([]);
   });
@@ -60,6 +65,13 @@ describe('the MCP servers file', () => {
     [{ a: 'npx server' }, 'server "a": must be an object with command or url'],
     [{ a: { url: 'http://h/mcp', args: ['x'] } }, 'server "a": args applies only to a command, not to a url'],
     [{ a: { command: 'x', headers: { A: 'b' } } }, 'server "a": headers apply only to a url, not to a command'],
+    [{ a: { command: 'x', oauth: { issuer: 'http://as', clientId: 'c', clientSecret: 's' } } }, 'server "a": oauth applies only to a url, not to a command'],
+    [
+      { a: { url: 'http://h/mcp', oauth: { issuer: 'http://as', clientId: 'c' } } },
+      'server "a": oauth.clientSecret should not be empty; oauth.clientSecret must be a string',
+    ],
+    [{ a: { url: 'http://h/mcp', oauth: { issuer: 'login', clientId: 'c', clientSecret: 's' } } }, 'server "a": oauth.issuer must be an http(s) URL'],
+    [{ a: { url: 'http://h/mcp', oauth: 'secret' } }, 'server "a": oauth must be an object'],
     [{ a: { type: 'stdio', url: 'http://h/mcp' } }, 'server "a": type "stdio" needs command, not url'],
     [
       { a: { type: 'websocket', url: 'ws://h' } },

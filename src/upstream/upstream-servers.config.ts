@@ -26,10 +26,19 @@ export interface StdioUpstreamServer extends UpstreamServerSettings {
   cwd?: string;
 }
 
+export interface UpstreamOAuthCredentials {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scope?: string;
+}
+
 export interface RemoteUpstreamServer extends UpstreamServerSettings {
   transport: 'streamable-http' | 'sse';
   url: URL;
   headers: Record<string, string>;
+  /** The gateway's own OAuth client credentials at the upstream's authorization server. */
+  oauth?: UpstreamOAuthCredentials;
   /** No `type` was given: try Streamable HTTP, then SSE when the server refuses it with a 4xx. */
   sseFallback: boolean;
 }
@@ -40,6 +49,7 @@ export type UpstreamServerConfig = StdioUpstreamServer | RemoteUpstreamServer;
 type UpstreamDefaults = GatewayConfig['mcp']['upstream'];
 
 const STDIO_ONLY = ['args', 'env', 'cwd'] as const;
+const REMOTE_ONLY = { headers: 'headers apply only to a url, not to a command', oauth: 'oauth applies only to a url, not to a command' };
 
 /** What is wrong with an entry beyond its fields' own checks: the combination of fields. */
 function combinationProblems(entry: McpServerEntryDto): string[] {
@@ -48,7 +58,9 @@ function combinationProblems(entry: McpServerEntryDto): string[] {
   if (entry.type === 'stdio' && remote) return ['type "stdio" needs command, not url'];
   if (entry.type !== undefined && entry.type !== 'stdio' && !remote) return [`type "${entry.type}" needs url, not command`];
   if (remote) return STDIO_ONLY.filter((field) => entry[field] !== undefined).map((field) => `${field} applies only to a command, not to a url`);
-  return entry.headers !== undefined ? ['headers apply only to a url, not to a command'] : [];
+  return Object.entries(REMOTE_ONLY)
+    .filter(([field]) => entry[field as keyof typeof REMOTE_ONLY] !== undefined)
+    .map(([, problem]) => problem);
 }
 
 function entryProblems(name: string, raw: unknown): { entry?: McpServerEntryDto; problems: string[] } {
@@ -78,6 +90,7 @@ function toServer(name: string, entry: McpServerEntryDto, defaults: UpstreamDefa
     transport: entry.type === 'sse' ? 'sse' : 'streamable-http',
     url: new URL(entry.url),
     headers: entry.headers ?? {},
+    oauth: entry.oauth && { issuer: entry.oauth.issuer, clientId: entry.oauth.clientId, clientSecret: entry.oauth.clientSecret, scope: entry.oauth.scope },
     sseFallback: entry.type === undefined,
   };
 }

@@ -1,10 +1,11 @@
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { boundedFetch } from './bounded-fetch';
 import { BoundedStdioClientTransport } from './bounded-stdio-transport';
 import type { DroppedMessage } from './oversized-answer';
-import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
+import type { UpstreamOAuthCredentials, UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
 
 /** An SDK client transport to one upstream, and the child's pid while a stdio one runs. */
 export interface UpstreamLink {
@@ -24,7 +25,9 @@ export interface LinkListeners {
 /**
  * The SDK client transport for `server`, holding at most `maxMessageBytes` of any one message
  * from it. A stdio child gets the SDK's safe default environment plus the entry's `env`, and
- * its stderr is piped, never inherited, so it cannot break the gateway's JSON logs.
+ * its stderr is piped, never inherited, so it cannot break the gateway's JSON logs. A remote one
+ * with `oauth` gets the SDK's client-credentials provider: the SDK finds the authorization server
+ * from the upstream's 401 and fetches a token, and fetches a new one whenever a request is refused.
  */
 export function openLink(server: UpstreamServerConfig, kind: UpstreamTransport, maxMessageBytes: number, listeners: LinkListeners): UpstreamLink {
   if (server.transport === 'stdio') {
@@ -32,9 +35,17 @@ export function openLink(server: UpstreamServerConfig, kind: UpstreamTransport, 
     const transport = new BoundedStdioClientTransport({ command, args, env, cwd, maxMessageBytes, ...listeners });
     return { kind, transport, pid: () => transport.pid };
   }
-  const options = { requestInit: { headers: server.headers }, fetch: boundedFetch(maxMessageBytes, listeners.onDropped) };
+  const options = {
+    requestInit: { headers: server.headers },
+    fetch: boundedFetch(maxMessageBytes, listeners.onDropped),
+    authProvider: server.oauth && clientCredentials(server.oauth),
+  };
   const transport = kind === 'sse' ? new SSEClientTransport(server.url, options) : new StreamableHTTPClientTransport(server.url, options);
   return { kind, transport, pid: () => undefined };
+}
+
+function clientCredentials({ issuer, clientId, clientSecret, scope }: UpstreamOAuthCredentials): ClientCredentialsProvider {
+  return new ClientCredentialsProvider({ clientId, clientSecret, scope, expectedIssuer: issuer });
 }
 
 /**

@@ -28,30 +28,32 @@ export const TEST_SETTINGS: EnvironmentInput = {
 
 /**
  * Boots the real gateway on 127.0.0.1, port 0, with `settings` over {@link TEST_SETTINGS} and
- * `imports` beside `GatewayModule` (the calculator example by default).
+ * `imports` beside `GatewayModule` (the calculator example by default). `port` is for a gateway
+ * whose settings must name its own address (`PUBLIC_URL`).
  */
 export async function startGateway(
   settings: EnvironmentInput = {},
   imports: (Type<unknown> | DynamicModule)[] = [CalculatorModule],
   root: DynamicModule = GatewayModule.forRoot({ settings: { ...TEST_SETTINGS, ...settings } }),
+  port = 0,
 ): Promise<RunningGateway> {
   @Module({ imports: [root, ...imports] })
   class TestAppModule {}
 
   const app = await createGatewayApp(TestAppModule, { handleSignals: false });
   try {
-    await app.listen(0, '127.0.0.1');
+    await app.listen(port, '127.0.0.1');
   } catch (error) {
     // A module that fails to initialise leaves the rest of the app running: stop it.
     await app.close().catch(() => undefined);
     throw error;
   }
-  const { port } = app.getHttpServer().address() as AddressInfo;
+  const { port: bound } = app.getHttpServer().address() as AddressInfo;
   return {
     app,
-    port,
-    http: (path) => `http://127.0.0.1:${port}${path}`,
-    ws: (path) => `ws://127.0.0.1:${port}${path}`,
+    port: bound,
+    http: (path) => `http://127.0.0.1:${bound}${path}`,
+    ws: (path) => `ws://127.0.0.1:${bound}${path}`,
     close: () => app.close(),
   };
 }

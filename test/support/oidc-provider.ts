@@ -22,8 +22,12 @@ export class TestAuthorizationServer {
     public keys: JWK[],
   ) {}
 
-  static async start(): Promise<TestAuthorizationServer> {
-    const child = spawn(process.execPath, [join(__dirname, 'oidc-test-provider.mjs')], { stdio: ['pipe', 'pipe', 'pipe'] });
+  /** `shortLived`: a resource whose tokens live 2 s (besides those ending in /short-lived). */
+  static async start(shortLived = ''): Promise<TestAuthorizationServer> {
+    const child = spawn(process.execPath, [join(__dirname, 'oidc-test-provider.mjs')], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, OIDC_TEST_SHORT_LIVED: shortLived },
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const lines = createInterface({ input: child.stdout });

@@ -4,6 +4,7 @@
 // (RS256) whose `aud` is the requested resource, opaque for a resource ending in /opaque
 // (introspected at /token/introspection; revoked at /token/revocation). Prints one JSON line on stdout once listening:
 // {issuer, keys: [private JWK...]} (the test signs tokens the provider would not, with its key).
+// A resource ending in /short-lived, or named by OIDC_TEST_SHORT_LIVED, gets tokens that live 2 s.
 // Reads commands on stdin: `rotate` puts a new signing key first (the old one stays published)
 // and answers `rotated <kid>`.
 import { generateKeyPair, exportJWK } from 'jose';
@@ -78,7 +79,7 @@ function build() {
         getResourceServerInfo: (_ctx, resource) => ({
           scope: 'tools:read tools:call',
           audience: resource,
-          accessTokenTTL: resource.endsWith('/short-lived') ? 2 : 300,
+          accessTokenTTL: resource.endsWith('/short-lived') || resource === process.env.OIDC_TEST_SHORT_LIVED ? 2 : 300,
           // A resource ending in /opaque gets opaque tokens, which its server must introspect (RFC 7662).
           accessTokenFormat: resource.endsWith('/opaque') ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'RS256' } },

@@ -1,4 +1,21 @@
-import { IsArray, IsBoolean, IsIn, IsNotEmpty, IsNumber, IsOptional, IsString, IsUrl, MaxLength, Min, ValidateBy, ValidationOptions } from 'class-validator';
+import 'reflect-metadata';
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsNotEmpty,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUrl,
+  MaxLength,
+  Min,
+  ValidateBy,
+  ValidateNested,
+  ValidationOptions,
+} from 'class-validator';
 
 /** `type` spellings of the desktop clients; `http` and its aliases mean Streamable HTTP. */
 export const SERVER_TYPES = ['stdio', 'http', 'streamable-http', 'streamableHttp', 'sse'] as const;
@@ -17,6 +34,32 @@ function IsStringRecord(options?: ValidationOptions): PropertyDecorator {
     },
     options,
   );
+}
+
+const HTTP_URL = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
+
+/**
+ * The gateway's own OAuth client at the upstream's authorization server (client credentials,
+ * `client_secret_basic`). The authorization server is found the MCP way, from the upstream's
+ * 401 and its protected resource metadata (RFC 9728); `issuer` pins it, so the secret is never
+ * sent to another server the upstream might name.
+ */
+export class UpstreamOAuthDto {
+  @IsUrl(HTTP_URL, { message: 'issuer must be an http(s) URL' })
+  issuer!: string;
+
+  @IsString()
+  @IsNotEmpty()
+  clientId!: string;
+
+  @IsString()
+  @IsNotEmpty()
+  clientSecret!: string;
+
+  /** Asked for when the upstream's challenge and metadata name no scope. */
+  @IsOptional()
+  @IsString()
+  scope?: string;
 }
 
 /**
@@ -49,12 +92,19 @@ export class McpServerEntryDto {
   cwd?: string;
 
   @IsOptional()
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'url must be an http(s) URL' })
+  @IsUrl(HTTP_URL, { message: 'url must be an http(s) URL' })
   url?: string;
 
   @IsOptional()
   @IsStringRecord()
   headers?: Record<string, string>;
+
+  /** OAuth client credentials of the gateway's own for a remote server (tokens fetched, and fetched again when refused). */
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => UpstreamOAuthDto)
+  oauth?: UpstreamOAuthDto;
 
   /** Put before each tool's name in the catalogue; `<server>.` when omitted, `""` for none. */
   @IsOptional()
