@@ -26,6 +26,7 @@ import { isCapped, SessionService } from './assistant/session/session.service';
 import { ToolCallService } from './core/tools/tool-call.service';
 import { ToolDiscoveryService } from './core/tools/tool-discovery.service';
 import { ToolRegistryService } from './core/tools/tool-registry.service';
+import { ContextCatalogueService } from './core/context/context-catalogue.service';
 import { TraceContextMiddleware } from './core/tracing/trace-context.middleware';
 import { TracingService } from './core/tracing/tracing.service';
 import { CatalogueModule } from './catalogue/catalogue.module';
@@ -50,6 +51,7 @@ import { JsonBodyInterceptor } from './core/http/json-body.interceptor';
 /** The core services every module may inject (the module is global). */
 const SHARED_CORE = [
   ToolRegistryService,
+  ContextCatalogueService,
   ToolCallService,
   AccessTokenService,
   BearerAuthGuard,

@@ -7,6 +7,7 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { RateLimitService } from '../core/limits/rate-limit.service';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { McpService } from './mcp.service';
 
@@ -21,7 +22,7 @@ function setUp(settings: Record<string, string> = {}) {
     handler: ({ text }) => text,
   });
   const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config)));
-  return { registry, factory: new McpService(config, registry, toolCalls) };
+  return { registry, factory: new McpService(config, registry, toolCalls, new ContextCatalogueService()) };
 }
 
 /** A server on one end of an in-memory pair; the test speaks raw JSON-RPC on the other. */

@@ -5,11 +5,17 @@ import {
   CallToolResult,
   CallToolRequest,
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
   Implementation,
   InitializeRequest,
   InitializeResult,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   RequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -23,6 +29,8 @@ import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import type { ToolCallControls } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { ContextCatalogueService } from '../core/context/context-catalogue.service';
+import { UnknownContextError } from '../core/context/context-source';
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
 import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
@@ -55,6 +63,7 @@ export class McpService {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly registry: ToolRegistryService,
     private readonly toolCalls: ToolCallService,
+    private readonly contextCatalogue: ContextCatalogueService,
   ) {
     this.serverInfo = { name: config.mcp.serverName, version: GATEWAY_VERSION };
   }
@@ -70,9 +79,12 @@ export class McpService {
    * names (one device's tools, unprefixed).
    */
   createServer(scope: ToolCallScope, view?: McpToolView): Server {
+    const servesContext = !view && this.config.mcp.upstream.serversFile !== undefined;
     const server = new Server(this.serverInfo, {
-      capabilities: { tools: { listChanged: true } },
-      debouncedNotificationMethods: ['notifications/tools/list_changed'],
+      capabilities: servesContext
+        ? { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true }, completions: {} }
+        : { tools: { listChanged: true } },
+      debouncedNotificationMethods: ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed'],
       jsonSchemaValidator: this.validator,
     });
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
@@ -87,6 +99,7 @@ export class McpService {
       if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
       return this.call({ ...params, name }, scope.withSignal(extra.signal), params.name);
     });
+    if (servesContext) this.serveContext(server, scope);
     server.onerror = (error) => this.logger.warn(`MCP session ${scope.connectionId}: ${error.message}`);
 
     let announcements: Subscription | undefined;
@@ -94,9 +107,37 @@ export class McpService {
       announcements ??= this.registry.changes
         .pipe(filter((change) => change.connectionId === undefined))
         .subscribe(() => server.sendToolListChanged().catch(() => undefined));
+      if (servesContext) {
+        announcements.add(
+          this.contextCatalogue.changes.subscribe((kind) =>
+            (kind === 'resources' ? server.sendResourceListChanged() : server.sendPromptListChanged()).catch(() => undefined),
+          ),
+        );
+      }
     };
     server.onclose = () => announcements?.unsubscribe();
     return server;
+  }
+
+  /**
+   * Resources, resource templates, prompts and completions of the upstream MCP servers (served
+   * when `MCP_SERVERS_FILE` is set, to every session but a device's own server), as the
+   * caller's grant lets it see them (see {@link ContextCatalogueService}); the requests go to the
+   * upstream with the caller's cancellation.
+   */
+  private serveContext(server: Server, scope: ToolCallScope): void {
+    const catalogue = this.contextCatalogue;
+    const { principal } = scope;
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: catalogue.listResources(principal) }));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: catalogue.listResourceTemplates(principal) }));
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+      asked(() => catalogue.readResource(principal, request.params.uri, { signal: extra.signal })),
+    );
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: catalogue.listPrompts(principal) }));
+    server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
+      asked(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, { signal: extra.signal })),
+    );
+    server.setRequestHandler(CompleteRequestSchema, (request, extra) => asked(() => catalogue.complete(principal, request.params, { signal: extra.signal })));
   }
 
   /**
@@ -133,6 +174,20 @@ export interface McpToolView {
   list(): ToolDefinition[];
   /** The catalogue's name of the tool this server calls `name`; `undefined` for none. */
   catalogueName(name: string): string | undefined;
+}
+
+/** MCP's code for a resource no server offers ("Resource not found", in the spec's examples). */
+const RESOURCE_NOT_FOUND = -32002;
+
+/** `request()`, with an unknown URI, prompt or template answered as MCP says: -32002 for a resource, -32602 otherwise. */
+function asked<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return request();
+  } catch (error) {
+    if (!(error instanceof UnknownContextError)) throw error;
+    if (error.kind === 'resource') throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${error.key}`, { uri: error.key });
+    throw new McpError(ErrorCode.InvalidParams, error.message);
+  }
 }
 
 /** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */

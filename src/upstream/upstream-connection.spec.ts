@@ -3,6 +3,7 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { loadGatewayConfig } from '../config/gateway-config';
+import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { UpstreamConnection } from './upstream-connection';
 import { parseMcpServers } from './upstream-servers.config';
@@ -87,6 +88,7 @@ describe('UpstreamConnection', () => {
     registry = new ToolRegistryService(config);
     connection = new UpstreamConnection(server, {
       registry,
+      contextCatalogue: new ContextCatalogueService(),
       logger,
       clientInfo: { name: 'gateway-spec', version: '0' },
       pingIntervalMs: PING_INTERVAL_MS,
@@ -128,6 +130,9 @@ describe('UpstreamConnection', () => {
       state: 'connected',
       transport: 'stdio',
       tools: 2,
+      resources: 0,
+      resource_templates: 0,
+      prompts: 0,
       calls_in_flight: 0,
       pid: expect.any(Number),
       connected_since: new Date().toISOString(),
@@ -246,7 +251,17 @@ describe('UpstreamConnection', () => {
   it('leaves a disabled server alone', () => {
     const upstream = connectionTo([script], { disabled: true });
     upstream.start();
-    expect(upstream.status()).toEqual({ state: 'disabled', transport: 'stdio', tools: 0, calls_in_flight: 0, failures: 0, reconnects: 0 });
+    expect(upstream.status()).toEqual({
+      state: 'disabled',
+      transport: 'stdio',
+      tools: 0,
+      resources: 0,
+      resource_templates: 0,
+      prompts: 0,
+      calls_in_flight: 0,
+      failures: 0,
+      reconnects: 0,
+    });
     expect(logger.lines).toEqual([]);
   });
 });

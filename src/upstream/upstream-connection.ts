@@ -1,12 +1,14 @@
 import type { Logger } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, Implementation, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
 import { describeOversizedAnswer, DroppedMessage } from './oversized-answer';
 import { brief, describeUpstreamError, redactorFor } from './upstream-errors';
 import type { SkippedTool } from './upstream.mapper';
 import type { UpstreamServerConfig, UpstreamTransport } from './upstream-servers.config';
+import { UpstreamContextSync } from './upstream-context-sync';
 import { UpstreamLinkState, UpstreamToolSync } from './upstream-tool-sync';
 import { openLink, refusesStreamableHttp, UpstreamLink } from './upstream-transport';
 
@@ -25,6 +27,9 @@ export interface UpstreamStatus {
   transport: UpstreamTransport;
   tools: number;
   skipped_tools?: SkippedTool[];
+  resources: number;
+  resource_templates: number;
+  prompts: number;
   /** Calls sent and not yet answered. */
   calls_in_flight: number;
   /** The stdio child's process id, while it runs. */
@@ -41,6 +46,8 @@ export interface UpstreamStatus {
 /** What every upstream connection shares: the catalogue and the gateway's timings. */
 export interface UpstreamContext {
   registry: ToolRegistryService;
+  /** Where its resources and prompts go. */
+  contextCatalogue: ContextCatalogueService;
   logger: Logger;
   /** The gateway's name and version, announced to upstreams as the client's. */
   clientInfo: Implementation;
@@ -61,6 +68,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   private state: UpstreamState;
   private readonly redact: (text: string) => string;
   private readonly tools: UpstreamToolSync;
+  private readonly contextSync: UpstreamContextSync;
   /** The client of the attempt under way or of the live connection. */
   private client?: Client;
   private link?: UpstreamLink;
@@ -81,13 +89,16 @@ export class UpstreamConnection implements UpstreamLinkState {
   private readonly closing = new Set<Promise<void>>();
   private stopped = false;
 
+  /** `rank`: its place in the servers file; the first server listing a resource URI owns it. */
   constructor(
     readonly server: UpstreamServerConfig,
     private readonly context: UpstreamContext,
+    rank = 0,
   ) {
     this.state = server.disabled ? 'disabled' : 'connecting';
     this.redact = redactorFor(server);
     this.tools = new UpstreamToolSync(server, `mcp:${server.name}`, context.registry, this, context.logger, this.redact);
+    this.contextSync = new UpstreamContextSync(server, rank, context.contextCatalogue, this, context.logger, this.redact);
   }
 
   /** Starts connecting in the background; never waits and never throws. */
@@ -111,6 +122,7 @@ export class UpstreamConnection implements UpstreamLinkState {
       transport: this.link?.kind ?? this.server.transport,
       tools: this.tools.count,
       ...(this.tools.skipped.length > 0 && { skipped_tools: this.tools.skipped }),
+      ...this.contextSync.counts,
       calls_in_flight: this.tools.callsInFlight,
       pid: this.link?.pid(),
       connected_since: iso(this.connectedSince),
@@ -148,6 +160,8 @@ export class UpstreamConnection implements UpstreamLinkState {
       this.failures = 0;
       this.tools.sync(tools);
       if (this.listStale) this.tools.queueRefresh(client);
+      await this.contextSync.load(client);
+      if (this.stopped || client !== this.client) return;
       const count = this.tools.count;
       const how = `${this.link!.kind}, ${count} tool${count === 1 ? '' : 's'}`;
       if (this.everConnected) {
@@ -195,6 +209,7 @@ export class UpstreamConnection implements UpstreamLinkState {
       this.context.logger.debug(`${this.label}: ${this.redact(describeUpstreamError(error))}`);
       void this.checkAlive(client);
     };
+    this.contextSync.listen(client);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       if (this.connected) this.tools.queueRefresh(client);
       else this.listStale = true;
@@ -237,6 +252,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   lost(client: Client, error: unknown): void {
     if (client !== this.client || !this.connected || this.stopped) return;
     const withdrawn = this.tools.withdraw();
+    this.contextSync.withdraw();
     // A connection that held for a while starts the backoff afresh; one that keeps dying does not.
     if (Date.now() - this.connectedSince! >= this.context.retryMaxMs) this.backoffStep = 0;
     this.connectedSince = undefined;

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { GATEWAY_VERSION } from '../core/version';
 import { UpstreamConnection, UpstreamStatus } from './upstream-connection';
@@ -16,10 +17,16 @@ import type { UpstreamServerConfig } from './upstream-servers.config';
 export class UpstreamServersService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly connections: UpstreamConnection[];
 
-  constructor(@Inject(UPSTREAM_SERVERS) servers: UpstreamServerConfig[], @Inject(GATEWAY_CONFIG) config: GatewayConfig, registry: ToolRegistryService) {
+  constructor(
+    @Inject(UPSTREAM_SERVERS) servers: UpstreamServerConfig[],
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    registry: ToolRegistryService,
+    contextCatalogue: ContextCatalogueService,
+  ) {
     const { pingIntervalMs, retryMinMs, retryMaxMs, maxResultBytes } = config.mcp.upstream;
     const context = {
       registry,
+      contextCatalogue,
       logger: new Logger('McpUpstream'),
       clientInfo: { name: config.mcp.serverName, version: GATEWAY_VERSION },
       pingIntervalMs,
@@ -27,7 +34,7 @@ export class UpstreamServersService implements OnApplicationBootstrap, OnApplica
       retryMaxMs,
       maxResultBytes,
     };
-    this.connections = servers.map((server) => new UpstreamConnection(server, context));
+    this.connections = servers.map((server, rank) => new UpstreamConnection(server, context, rank));
   }
 
   get size(): number {

@@ -16,6 +16,13 @@ export interface Grant {
   readonly mayUseTool: (toolName: string) => boolean;
   /** Whether `mayUseTool` can say no: lets a listing skip the filter for unrestricted tokens. */
   readonly restrictsTools: boolean;
+  /**
+   * Whether the token may list and read the upstream MCP resource `uri` (`resources` globs), and
+   * use a resource template whose `uriTemplate` string matches.
+   */
+  readonly mayReadResource: (uri: string) => boolean;
+  /** Whether the token may list, get and complete the upstream MCP prompt `promptName` (its catalogue name, `prompts` globs). */
+  readonly mayUsePrompt: (promptName: string) => boolean;
   /** Whether the token may hold LLM-gateway turns. */
   readonly llm: boolean;
   readonly turnsPerMinute?: number;
@@ -31,16 +38,24 @@ export interface Grant {
 }
 
 /** Everything: `AUTH_TOKENS`, anonymous callers while auth is off, internal callers. */
-export const FULL_ACCESS: Grant = Object.freeze({ mayUseTool: () => true, restrictsTools: false, llm: true });
+export const FULL_ACCESS: Grant = Object.freeze({
+  mayUseTool: () => true,
+  restrictsTools: false,
+  mayReadResource: () => true,
+  mayUsePrompt: () => true,
+  llm: true,
+});
 
 /**
  * Nothing: a named token that a reload of the file removed, seen on a connection it opened
- * before. The connection stays, but sees no tool and holds no turn.
+ * before. The connection stays, but sees no tool, resource or prompt and holds no turn.
  */
 export const NO_ACCESS: Grant = Object.freeze({
   protocols: new Set<string>(),
   mayUseTool: () => false,
   restrictsTools: true,
+  mayReadResource: () => false,
+  mayUsePrompt: () => false,
   llm: false,
   devices: () => false,
 });

@@ -6,7 +6,7 @@ import { join } from 'path';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import { AccessTokenService } from './access-token.service';
 import { FULL_ACCESS, NO_ACCESS } from './grant';
-import { parseTokensFile, TokensFileError } from './tokens-file';
+import { parseTokensDocument, parseTokensFile, TokensFileError } from './tokens-file';
 import { toolMatcher } from './tool-pattern';
 
 const problemsOf = (text: string): string[] => {
@@ -26,6 +26,20 @@ describe('toolMatcher', () => {
     expect(['calculator2', 'xget_time', 'device', 'devicex.y', 'set_response_language'].some(matches)).toBe(false);
     expect(toolMatcher(['a.b'])('aXb')).toBe(false);
     expect(toolMatcher([])('anything')).toBe(false);
+  });
+
+  it('matches resource URIs, their characters standing for themselves', () => {
+    const matches = toolMatcher(['file:///srv/share/*', 'demo://resource/static/*', 'db://q?x=1+2&y=%20*', 'note://a.b/(c)|[d]^$']);
+    expect(['file:///srv/share/', 'file:///srv/share/a/b.txt', 'demo://resource/static/1', 'db://q?x=1+2&y=%20z', 'note://a.b/(c)|[d]^$'].every(matches)).toBe(
+      true,
+    );
+    expect(
+      ['file:///srv/other', 'file:///srv/shareX', 'demo://resource/dynamic/1', 'db://q?x=1 2&y=%20', 'db://qXx=1+2&y=%20', 'note://aXb/(c)|[d]^$'].some(
+        matches,
+      ),
+    ).toBe(false);
+    expect(toolMatcher(['x+'])('xx')).toBe(false);
+    expect(toolMatcher(['*'])('any://thing?at=all#really')).toBe(true);
   });
 });
 
@@ -62,6 +76,57 @@ describe('parseTokensFile', () => {
     expect(parseTokensFile('{"tokens": [{"name": "j", "token": "json-token"}]}', 'tokens.json')[0].name).toBe('j');
   });
 
+  it('limits resources by URI glob and prompts by name glob, absent meaning all of them', () => {
+    const [reader, none, open] = parseTokensFile(
+      `tokens:
+  - name: reader
+    token: "reader-secret"
+    resources: ["file:///srv/share/*", "demo://resource/static/1"]
+    prompts: ["everything.simple_prompt", "docs.*"]
+  - name: none
+    token: "none-secret"
+    resources: []
+    prompts: []
+  - name: open
+    token: "open-secret"
+`,
+      'tokens.yaml',
+    );
+    expect(reader.grant.mayReadResource('file:///srv/share/notes/a.md')).toBe(true);
+    expect(reader.grant.mayReadResource('demo://resource/static/1')).toBe(true);
+    expect(reader.grant.mayReadResource('demo://resource/static/2')).toBe(false);
+    expect(reader.grant.mayReadResource('file:///etc/passwd')).toBe(false);
+    expect(reader.grant.mayReadResource('file:///srv/share/{path}')).toBe(true);
+    expect(reader.grant.mayUsePrompt('everything.simple_prompt')).toBe(true);
+    expect(reader.grant.mayUsePrompt('docs.summarize')).toBe(true);
+    expect(reader.grant.mayUsePrompt('everything.complex_prompt')).toBe(false);
+    expect(reader.grant.mayUseTool('calculator')).toBe(true);
+    expect(none.grant.mayReadResource('demo://resource/static/1')).toBe(false);
+    expect(none.grant.mayUsePrompt('everything.simple_prompt')).toBe(false);
+    expect(open.grant.mayReadResource('file:///etc/passwd')).toBe(true);
+    expect(open.grant.mayUsePrompt('anything.at_all')).toBe(true);
+    expect(FULL_ACCESS.mayReadResource('x://y') && FULL_ACCESS.mayUsePrompt('p')).toBe(true);
+    expect(NO_ACCESS.mayReadResource('x://y') || NO_ACCESS.mayUsePrompt('p')).toBe(false);
+  });
+
+  it("takes resources and prompts in an oidc rule's grant, refusing bad ones", () => {
+    const { oidc } = parseTokensDocument(
+      'oidc: [{match: {scope: docs}, grant: {resources: ["docs://*"], prompts: ["docs.*"]}}, {match: {scope: all}, grant: {}}]',
+      'tokens.yaml',
+    );
+    expect(oidc[0].grant.mayReadResource('docs://guide/1')).toBe(true);
+    expect(oidc[0].grant.mayReadResource('file:///etc/passwd')).toBe(false);
+    expect(oidc[0].grant.mayUsePrompt('docs.summarize')).toBe(true);
+    expect(oidc[0].grant.mayUsePrompt('everything.simple_prompt')).toBe(false);
+    expect(oidc[1].grant.mayReadResource('file:///etc/passwd') && oidc[1].grant.mayUsePrompt('everything.simple_prompt')).toBe(true);
+    expect(() => parseTokensDocument('oidc: [{match: {scope: docs}, grant: {resources: "docs://*", prompts: ["a b"]}}]', 'tokens.yaml')).toThrow(
+      /oidc\[0\]: grant: resources must be a list of resource URIs and globs[\s\S]*oidc\[0\]: grant: prompts must be a list of prompt names and globs/,
+    );
+    expect(() => parseTokensDocument('oidc: [{match: {scope: docs}, grant: {resource: ["docs://*"]}}]', 'tokens.yaml')).toThrow(
+      /grant: unknown key "resource" \(known: protocols, tools, resources, prompts,/,
+    );
+  });
+
   it.each([
     ['not YAML', 'tokens: [', /not YAML or JSON/],
     ['no tokens list', 'users: []', /must hold a "tokens" list/],
@@ -74,6 +139,35 @@ describe('parseTokensFile', () => {
     ['a bad name', 'tokens: [{name: "a b", token: abcdefgh}]', /name must be/],
     ['an unknown protocol', 'tokens: [{name: a, token: abcdefgh, protocols: [http]}]', /protocols must be a list of llm, mcp, litemcp, utcp/],
     ['a bad tool pattern', 'tokens: [{name: a, token: abcdefgh, tools: ["get time"]}]', /tools must be a list/],
+    [
+      'resources not a list',
+      'tokens: [{name: a, token: abcdefgh, resources: "file:///srv/*"}]',
+      /tokens\[0\] "a": resources must be a list of resource URIs and globs \("file:\/\/\/srv\/\*": no spaces, at most 1024 characters\)/,
+    ],
+    [
+      'a resource with a space',
+      'tokens: [{name: a, token: abcdefgh, resources: ["file:///my docs/*"]}]',
+      /resources must be a list of resource URIs and globs/,
+    ],
+    ['an empty resource', 'tokens: [{name: a, token: abcdefgh, resources: [""]}]', /resources must be a list of resource URIs and globs/],
+    [
+      'a resource with a control character',
+      'tokens: [{name: a, token: abcdefgh, resources: ["file:///a\\tb"]}]',
+      /resources must be a list of resource URIs and globs/,
+    ],
+    ['a resource that is not a string', 'tokens: [{name: a, token: abcdefgh, resources: [42]}]', /resources must be a list of resource URIs and globs/],
+    [
+      'a too long resource',
+      `tokens: [{name: a, token: abcdefgh, resources: ["x://${'a'.repeat(1021)}"]}]`,
+      /resources must be a list of resource URIs and globs/,
+    ],
+    [
+      'a bad prompt pattern',
+      'tokens: [{name: a, token: abcdefgh, prompts: ["simple prompt"]}]',
+      /tokens\[0\] "a": prompts must be a list of prompt names and globs/,
+    ],
+    ['prompts not a list', 'tokens: [{name: a, token: abcdefgh, prompts: true}]', /prompts must be a list of prompt names and globs/],
+    ['a misspelt resources key', 'tokens: [{name: a, token: abcdefgh, resource: ["x://*"]}]', /unknown key "resource"/],
     ['llm not boolean', 'tokens: [{name: a, token: abcdefgh, llm: "no"}]', /llm must be true or false/],
     ['a zero limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {turns_per_minute: 0}}]', /turns_per_minute must be a positive integer/],
     ['an unknown limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {calls: 3}}]', /rate_limits: unknown key "calls"/],

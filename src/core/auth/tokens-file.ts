@@ -23,9 +23,13 @@ export class TokensFileError extends StartupError {
 
 const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
-const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'llm', 'rate_limits', 'max_connections', 'devices']);
+const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices']);
 /** The characters a `devices` glob may hold: those of device ids, and `*`. */
 const DEVICE_PATTERN = /^[A-Za-z0-9_:*-]{1,128}$/;
+/** A `resources` URI or glob: 1-1024 characters, none of them whitespace or control characters. */
+const RESOURCE_PATTERN = /^[^\s\p{Cc}]{1,1024}$/u;
+/** Prompt names are the upstreams' own (`simple-prompt`) behind their prefix: any visible characters. */
+const PROMPT_PATTERN = /^[^\s\p{Cc}]{1,256}$/u;
 const RATE_LIMIT_KEYS = new Set(['turns_per_minute', 'tool_calls_per_minute']);
 
 /** The SHA-256 digest of a token, as tokens are compared. */
@@ -76,7 +80,7 @@ export function parseTokensFile(text: string, path: string): NamedToken[] {
 const DOCUMENT_KEYS = new Set(['tokens', 'oidc']);
 const RULE_KEYS = new Set(['name', 'match', 'grant']);
 const MATCH_KEYS = new Set(['scope', 'groups', 'roles', 'sub', 'client_id', 'issuer']);
-const GRANT_KEYS = new Set(['protocols', 'tools', 'llm', 'rate_limits', 'max_connections', 'devices']);
+const GRANT_KEYS = new Set(['protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices']);
 
 /** {@link parseTokensFile}, with the `oidc` rules (a file may hold only those). */
 export function parseTokensDocument(text: string, path: string): TokensDocument {
@@ -153,7 +157,7 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
     }
   }
   if (grant !== undefined && !isObject(grant)) {
-    problem('grant must be an object: {tools: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...]}');
+    problem('grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...]}');
     return undefined;
   }
   const ruleName = typeof name === 'string' ? name : `oidc[${index}]`;
@@ -173,7 +177,7 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   for (const key of Object.keys(entry)) {
     if (!ENTRY_KEYS.has(key)) problem(`unknown key "${key}" (known: ${[...ENTRY_KEYS].join(', ')})`);
   }
-  const { name, token, sha256, protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
+  const { name, token, sha256, protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
   if (typeof name !== 'string' || !TOKEN_NAME.test(name)) {
     problem('name must be 1-64 letters, digits, "_", ".", "@" or "-", starting with a letter or digit');
   }
@@ -186,7 +190,7 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
   else digest = Buffer.from(sha256, 'hex');
 
   const grant = readGrant(
-    { protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices },
+    { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices },
     problem,
     typeof name === 'string' ? name : '',
   );
@@ -196,12 +200,18 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
 
 /** The grant of a tokens-file entry or an `oidc` rule, checked as rigorously either way. */
 function readGrant(entry: Record<string, unknown>, problem: (message: string) => void, name: string): Grant {
-  const { protocols, tools, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
+  const { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
   if (protocols !== undefined && (!Array.isArray(protocols) || protocols.some((p) => !(GRANTABLE_PROTOCOLS as readonly unknown[]).includes(p)))) {
     problem(`protocols must be a list of ${GRANTABLE_PROTOCOLS.join(', ')}`);
   }
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string' || !TOOL_PATTERN.test(t)))) {
     problem('tools must be a list of tool names and globs ("get_*", "device.*": letters, digits, "_", "." and "*")');
+  }
+  if (resources !== undefined && !isPatternList(resources, RESOURCE_PATTERN)) {
+    problem('resources must be a list of resource URIs and globs ("file:///srv/*": no spaces, at most 1024 characters)');
+  }
+  if (prompts !== undefined && !isPatternList(prompts, PROMPT_PATTERN)) {
+    problem('prompts must be a list of prompt names and globs ("everything.*": no spaces, at most 256 characters)');
   }
   if (devices !== undefined && (!Array.isArray(devices) || devices.some((d) => typeof d !== 'string' || !DEVICE_PATTERN.test(d)))) {
     problem('devices must be a list of device ids and globs ("kitchen-*", "AA:BB:*": letters, digits, "_", "-", ":" and "*")');
@@ -226,10 +236,17 @@ function readGrant(entry: Record<string, unknown>, problem: (message: string) =>
     protocols: Array.isArray(protocols) ? new Set(protocols as string[]) : undefined,
     mayUseTool: toolPatterns ? toolMatcher(toolPatterns) : () => true,
     restrictsTools: toolPatterns !== undefined,
+    mayReadResource: isPatternList(resources, RESOURCE_PATTERN) ? toolMatcher(resources) : () => true,
+    mayUsePrompt: isPatternList(prompts, PROMPT_PATTERN) ? toolMatcher(prompts) : () => true,
     llm: llm !== false,
     turnsPerMinute: limits.turns_per_minute as number | undefined,
     toolCallsPerMinute: limits.tool_calls_per_minute as number | undefined,
     maxConnections: maxConnections as number | undefined,
     devices: validDevices ? toolMatcher(devices as string[]) : undefined,
   });
+}
+
+/** Whether `value` is a list of strings that each match `pattern`. */
+function isPatternList(value: unknown, pattern: RegExp): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string' && pattern.test(item));
 }

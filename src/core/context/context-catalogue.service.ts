@@ -1,0 +1,157 @@
+import { Injectable, Optional } from '@nestjs/common';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import type {
+  CompleteRequest,
+  CompleteResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Observable, Subject } from 'rxjs';
+import { AccessTokenService } from '../auth/access-token.service';
+import { FULL_ACCESS, Grant } from '../auth/grant';
+import { ContextListKind, ContextRequestOptions, ContextSource, UnknownContextError } from './context-source';
+
+/**
+ * The resources, resource templates and prompts of every source (upstream MCP servers), as one
+ * catalogue beside the tools: listed and used per caller, narrowed by its grant (`resources` and
+ * `prompts` in the tokens file), each request sent to the source that owns its URI or name.
+ *
+ * Resource URIs are served as the sources give them, not renamed: they are addresses that tool
+ * results (resource links, embedded resources), prompts and other resources refer to, and
+ * renaming them would break those references. When two sources list one URI, the source ranked
+ * first (earlier in `MCP_SERVERS_FILE`) owns it. Prompt names carry their source's prefix, as
+ * tool names do.
+ */
+@Injectable()
+export class ContextCatalogueService {
+  private readonly sources = new Map<string, ContextSource>();
+  /** The sources by rank, made again when one is set or removed. */
+  private ranked: ContextSource[] = [];
+  private readonly templates = new WeakMap<ResourceTemplate, UriTemplate | null>();
+  private readonly changeStream = new Subject<ContextListKind>();
+
+  /** Each change of a list, to be announced to clients as `notifications/<kind>/list_changed`. */
+  readonly changes: Observable<ContextListKind> = this.changeStream.asObservable();
+
+  constructor(@Optional() private readonly tokens?: AccessTokenService) {}
+
+  /** Adds a source, or replaces what it offered; announces the lists that changed. */
+  set(source: ContextSource): void {
+    const before = this.sources.get(source.id);
+    this.sources.set(source.id, source);
+    this.rank();
+    this.announce(before, source);
+  }
+
+  /** The source went away: what it offered leaves the catalogue. */
+  remove(id: string): void {
+    const source = this.sources.get(id);
+    if (!source) return;
+    this.sources.delete(id);
+    this.rank();
+    this.announce(source, undefined);
+  }
+
+  /** Announces each list whose entries a source replaced, unless it offered none of them before or after. */
+  private announce(before: ContextSource | undefined, after: ContextSource | undefined): void {
+    const lists = { resources: (s?: ContextSource) => [s?.resources, s?.resourceTemplates], prompts: (s?: ContextSource) => [s?.prompts] };
+    for (const [kind, of] of Object.entries(lists) as [ContextListKind, (s?: ContextSource) => (readonly unknown[] | undefined)[]][]) {
+      const [old, now] = [of(before), of(after)];
+      const replaced = old.some((list, index) => list !== now[index]);
+      const offered = [...old, ...now].some((list) => (list?.length ?? 0) > 0);
+      if (replaced && offered) this.changeStream.next(kind);
+    }
+  }
+
+  listResources(principal: string | undefined): Resource[] {
+    const grant = this.grantOf(principal);
+    const seen = new Set<string>();
+    const resources: Resource[] = [];
+    for (const source of this.ranked) {
+      for (const resource of source.resources) {
+        if (seen.has(resource.uri) || !grant.mayReadResource(resource.uri)) continue;
+        seen.add(resource.uri);
+        resources.push(resource);
+      }
+    }
+    return resources;
+  }
+
+  listResourceTemplates(principal: string | undefined): ResourceTemplate[] {
+    const grant = this.grantOf(principal);
+    const seen = new Set<string>();
+    const templates: ResourceTemplate[] = [];
+    for (const source of this.ranked) {
+      for (const template of source.resourceTemplates) {
+        if (seen.has(template.uriTemplate) || !grant.mayReadResource(template.uriTemplate)) continue;
+        seen.add(template.uriTemplate);
+        templates.push(template);
+      }
+    }
+    return templates;
+  }
+
+  listPrompts(principal: string | undefined): Prompt[] {
+    const grant = this.grantOf(principal);
+    return this.ranked.flatMap((source) => source.prompts.filter((prompt) => grant.mayUsePrompt(prompt.name)));
+  }
+
+  /**
+   * Reads `uri` from the source that lists it, else from the first whose template matches it.
+   * Throws {@link UnknownContextError} when none does or the caller may not read it.
+   */
+  readResource(principal: string | undefined, uri: string, options: ContextRequestOptions): Promise<ReadResourceResult> {
+    if (!this.grantOf(principal).mayReadResource(uri)) throw new UnknownContextError('resource', uri);
+    const owner =
+      this.ranked.find((source) => source.resources.some((resource) => resource.uri === uri)) ??
+      this.ranked.find((source) => source.resourceTemplates.some((template) => this.matches(template, uri)));
+    if (!owner) throw new UnknownContextError('resource', uri);
+    return owner.readResource(uri, options);
+  }
+
+  getPrompt(principal: string | undefined, name: string, args: Record<string, string> | undefined, options: ContextRequestOptions): Promise<GetPromptResult> {
+    return this.promptOwner(principal, name).getPrompt(name, args, options);
+  }
+
+  /** Completion of a prompt's or a resource template's argument, by the source that offers it. */
+  complete(principal: string | undefined, params: CompleteRequest['params'], options: ContextRequestOptions): Promise<CompleteResult> {
+    const { ref } = params;
+    if (ref.type === 'ref/prompt') return this.promptOwner(principal, ref.name).complete(params, options);
+    const uriTemplate = ref.uri;
+    const owner = this.grantOf(principal).mayReadResource(uriTemplate)
+      ? this.ranked.find((source) => source.resourceTemplates.some((template) => template.uriTemplate === uriTemplate))
+      : undefined;
+    if (!owner) throw new UnknownContextError('resource template', uriTemplate);
+    return owner.complete(params, options);
+  }
+
+  private promptOwner(principal: string | undefined, name: string): ContextSource {
+    const owner = this.grantOf(principal).mayUsePrompt(name) ? this.ranked.find((source) => source.prompts.some((prompt) => prompt.name === name)) : undefined;
+    if (!owner) throw new UnknownContextError('prompt', name);
+    return owner;
+  }
+
+  private matches(template: ResourceTemplate, uri: string): boolean {
+    let parsed = this.templates.get(template);
+    if (parsed === undefined) {
+      try {
+        parsed = new UriTemplate(template.uriTemplate);
+      } catch {
+        parsed = null; // a template the SDK cannot parse matches nothing; it is still listed as the source gave it
+      }
+      this.templates.set(template, parsed);
+    }
+    return parsed?.match(uri) != null;
+  }
+
+  private rank(): void {
+    this.ranked = [...this.sources.values()].sort((a, b) => a.rank - b.rank);
+  }
+
+  private grantOf(principal: string | undefined): Grant {
+    return this.tokens?.grantOf(principal) ?? FULL_ACCESS;
+  }
+}
