@@ -16,6 +16,7 @@ import {
   ListResourceTemplatesRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
   RequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -30,11 +31,13 @@ import type { ToolDefinition } from '../core/tools/tool-definition';
 import type { ToolCallControls } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
-import { UnknownContextError } from '../core/context/context-source';
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
 import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
 import { RATE_LIMITED_ERROR } from './mcp.errors';
+import { mcpToolCaller, SessionLogLevel } from './mcp-tool-caller';
+import { ResourceSubscriptions } from './resource-subscriptions';
+import { answeredAsMcp } from './context-errors';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
 /**
@@ -82,7 +85,7 @@ export class McpService {
     const servesContext = !view && this.config.mcp.upstream.serversFile !== undefined;
     const server = new Server(this.serverInfo, {
       capabilities: servesContext
-        ? { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true }, completions: {} }
+        ? { tools: { listChanged: true }, resources: { listChanged: true, subscribe: true }, prompts: { listChanged: true }, completions: {}, logging: {} }
         : { tools: { listChanged: true } },
       debouncedNotificationMethods: ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed'],
       jsonSchemaValidator: this.validator,
@@ -92,14 +95,23 @@ export class McpService {
       checkedListTools(request);
       return { tools: (view ? view.list() : this.registry.list(undefined, scope.principal, 'agent')).map(toMcpTool) };
     });
+    const logLevel = new SessionLogLevel();
     server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) => {
       // The SDK has checked the params against CallToolRequestSchema by now (see ToolsCallWithAnyParams).
       const params = (request as CallToolRequest).params;
       const name = view ? view.catalogueName(params.name) : params.name;
       if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
-      return this.call({ ...params, name }, scope.withSignal(extra.signal), params.name);
+      return this.call({ ...params, name }, scope.withSignal(extra.signal), { caller: mcpToolCaller(server, extra, logLevel) }, params.name);
     });
-    if (servesContext) this.serveContext(server, scope);
+    let subscriptions: ResourceSubscriptions | undefined;
+    if (servesContext) {
+      this.serveContext(server, scope);
+      subscriptions = new ResourceSubscriptions(server, scope.principal, this.contextCatalogue);
+      server.setRequestHandler(SetLevelRequestSchema, (request) => {
+        logLevel.set(request.params.level);
+        return {};
+      });
+    }
     server.onerror = (error) => this.logger.warn(`MCP session ${scope.connectionId}: ${error.message}`);
 
     let announcements: Subscription | undefined;
@@ -115,7 +127,10 @@ export class McpService {
         );
       }
     };
-    server.onclose = () => announcements?.unsubscribe();
+    server.onclose = () => {
+      announcements?.unsubscribe();
+      subscriptions?.close();
+    };
     return server;
   }
 
@@ -131,13 +146,15 @@ export class McpService {
     server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: catalogue.listResources(principal) }));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: catalogue.listResourceTemplates(principal) }));
     server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      asked(() => catalogue.readResource(principal, request.params.uri, { signal: extra.signal })),
+      answeredAsMcp(() => catalogue.readResource(principal, request.params.uri, { signal: extra.signal })),
     );
     server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: catalogue.listPrompts(principal) }));
     server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-      asked(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, { signal: extra.signal })),
+      answeredAsMcp(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, { signal: extra.signal })),
     );
-    server.setRequestHandler(CompleteRequestSchema, (request, extra) => asked(() => catalogue.complete(principal, request.params, { signal: extra.signal })));
+    server.setRequestHandler(CompleteRequestSchema, (request, extra) =>
+      answeredAsMcp(() => catalogue.complete(principal, request.params, { signal: extra.signal })),
+    );
   }
 
   /**
@@ -159,9 +176,9 @@ export class McpService {
     return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
   }
 
-  private async call(params: CallToolRequest['params'], scope: ToolCallScope, asNamed = params.name): Promise<CallToolResult> {
+  private async call(params: CallToolRequest['params'], scope: ToolCallScope, controls: ToolCallControls, asNamed: string): Promise<CallToolResult> {
     // A client's trace context in `params._meta` (MCP's place for it) is the call's parent, over any the transport carried.
-    const result = runInTraceContext(traceContextOf(params._meta), () => this.toolCallResult(scope, params.name, params.arguments ?? {}));
+    const result = runInTraceContext(traceContextOf(params._meta), () => this.toolCallResult(scope, params.name, params.arguments ?? {}, controls));
     // MCP reports an unknown tool as a protocol error, not as a failed call.
     if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${asNamed}"`);
     return result;
@@ -174,20 +191,6 @@ export interface McpToolView {
   list(): ToolDefinition[];
   /** The catalogue's name of the tool this server calls `name`; `undefined` for none. */
   catalogueName(name: string): string | undefined;
-}
-
-/** MCP's code for a resource no server offers ("Resource not found", in the spec's examples). */
-const RESOURCE_NOT_FOUND = -32002;
-
-/** `request()`, with an unknown URI, prompt or template answered as MCP says: -32002 for a resource, -32602 otherwise. */
-function asked<T>(request: () => Promise<T>): Promise<T> {
-  try {
-    return request();
-  } catch (error) {
-    if (!(error instanceof UnknownContextError)) throw error;
-    if (error.kind === 'resource') throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${error.key}`, { uri: error.key });
-    throw new McpError(ErrorCode.InvalidParams, error.message);
-  }
 }
 
 /** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */

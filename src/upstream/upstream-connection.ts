@@ -1,6 +1,17 @@
 import type { Logger } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, Implementation, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  CreateMessageResult,
+  ElicitRequestSchema,
+  ElicitResult,
+  ErrorCode,
+  Implementation,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamCallers } from './upstream-callers';
 import type { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
@@ -69,6 +80,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   private readonly redact: (text: string) => string;
   private readonly tools: UpstreamToolSync;
   private readonly contextSync: UpstreamContextSync;
+  private readonly callers = new UpstreamCallers();
   /** The client of the attempt under way or of the live connection. */
   private client?: Client;
   private link?: UpstreamLink;
@@ -97,7 +109,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   ) {
     this.state = server.disabled ? 'disabled' : 'connecting';
     this.redact = redactorFor(server);
-    this.tools = new UpstreamToolSync(server, `mcp:${server.name}`, context.registry, this, context.logger, this.redact);
+    this.tools = new UpstreamToolSync(server, `mcp:${server.name}`, context.registry, this, context.logger, this.redact, this.callers);
     this.contextSync = new UpstreamContextSync(server, rank, context.contextCatalogue, this, context.logger, this.redact);
   }
 
@@ -193,7 +205,8 @@ export class UpstreamConnection implements UpstreamLinkState {
   }
 
   private async connectOver(kind: UpstreamTransport): Promise<Client> {
-    const client = new Client(this.context.clientInfo, { capabilities: {} });
+    // Elicitation and sampling are the callers' to answer: the gateway relays them (see relayFromUpstream).
+    const client = new Client(this.context.clientInfo, { capabilities: { elicitation: {}, sampling: {} } });
     const link = openLink(this.server, kind, this.context.maxResultBytes, {
       onStderrLine: (line) => {
         if (line.trim() === '') return;
@@ -210,12 +223,30 @@ export class UpstreamConnection implements UpstreamLinkState {
       void this.checkAlive(client);
     };
     this.contextSync.listen(client);
+    this.relayFromUpstream(client);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       if (this.connected) this.tools.queueRefresh(client);
       else this.listStale = true;
     });
     await client.connect(link.transport, { timeout: this.server.connectTimeoutMs });
     return client;
+  }
+
+  /**
+   * What the upstream sends the caller of a call while it runs: log messages (else logged here, at
+   * debug level), elicitation and sampling requests (else refused), see {@link UpstreamCallers}.
+   */
+  private relayFromUpstream(client: Client): void {
+    client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+      const caller = this.callers.current();
+      if (caller?.log) caller.log(params);
+      else this.context.logger.debug(`${this.label} log (${params.level}): ${brief(this.redact(JSON.stringify(params.data) ?? ''))}`);
+    });
+    // The SDK's client checks each answer against the request's result schema before sending it on.
+    const relay = (request: { method: string; params?: Record<string, unknown> }, signal: AbortSignal) =>
+      this.callers.request(this.label, request.method, request.params, signal);
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay(request, extra.signal) as Promise<ElicitResult>);
+    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => relay(request, extra.signal) as Promise<CreateMessageResult>);
   }
 
   private dropped(message: DroppedMessage): void {

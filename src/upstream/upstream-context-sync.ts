@@ -9,6 +9,7 @@ import {
   Resource,
   ResourceListChangedNotificationSchema,
   ResourceTemplate,
+  ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import type { ContextListKind, ContextRequestOptions, ContextSource } from '../core/context/context-source';
@@ -38,6 +39,8 @@ export class UpstreamContextSync {
   private prompts: readonly Prompt[] = [];
   /** Served prompt name -> the upstream's own. */
   private promptNames = new Map<string, string>();
+  /** Subscribed URI -> the listeners of its updates; the upstream holds one subscription per URI. */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private refreshes: Promise<void> = Promise.resolve();
   private readonly queued = new Set<ContextListKind>();
 
@@ -56,16 +59,49 @@ export class UpstreamContextSync {
     return `MCP server "${this.server.name}"`;
   }
 
-  /** Relays the upstream's `list_changed` of resources and prompts to a re-read. */
+  /** Relays the upstream's `list_changed` of resources and prompts to a re-read, and its resource updates to their subscribers. */
   listen(client: Client): void {
     client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.queueRefresh(client, 'resources'));
     client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.queueRefresh(client, 'prompts'));
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, ({ params }) => this.watchers.get(params.uri)?.forEach((listener) => listener()));
   }
 
-  /** Reads every list the upstream's capabilities announce and puts them in the catalogue; a list that fails is left empty and logged. */
+  /**
+   * Reads every list the upstream's capabilities announce and puts them in the catalogue (a list
+   * that fails is left empty and logged), and subscribes again to what was subscribed before a
+   * reconnect.
+   */
   async load(client: Client): Promise<void> {
     await Promise.all([this.read(client, 'resources'), this.read(client, 'prompts')]);
-    if (client === this.link.connectedClient()) this.publish();
+    if (client !== this.link.connectedClient()) return;
+    this.publish();
+    for (const uri of this.watchers.keys()) {
+      client.subscribeResource({ uri }, { timeout: this.server.connectTimeoutMs }).catch((error: unknown) => {
+        this.logger.warn(`${this.label}: could not subscribe again to ${uri}: ${this.redact(describeUpstreamError(error))}`);
+      });
+    }
+  }
+
+  /** Calls `listener` at each update of `uri`; the first listener of a URI subscribes at the upstream, the last one's leaving unsubscribes. */
+  private async subscribe(uri: string, listener: () => void): Promise<() => void> {
+    let listeners = this.watchers.get(uri);
+    if (!listeners) {
+      if (!this.link.connectedClient()?.getServerCapabilities()?.resources?.subscribe) {
+        throw new McpError(ErrorCode.MethodNotFound, `${this.label} does not support resource subscriptions`);
+      }
+      await this.send({ signal: new AbortController().signal }, (client, sdk) => client.subscribeResource({ uri }, sdk));
+      listeners = this.watchers.get(uri) ?? new Set();
+      this.watchers.set(uri, listeners);
+    }
+    listeners.add(listener);
+    return () => {
+      if (!listeners.delete(listener) || listeners.size > 0 || this.watchers.get(uri) !== listeners) return;
+      this.watchers.delete(uri);
+      this.link
+        .connectedClient()
+        ?.unsubscribeResource({ uri }, { timeout: this.server.connectTimeoutMs })
+        .catch(() => undefined);
+    };
   }
 
   /** The upstream went away: what it offered leaves the catalogue. */
@@ -142,6 +178,7 @@ export class UpstreamContextSync {
       getPrompt: (name, args, options) =>
         this.send(options, (client, sdk) => client.getPrompt({ name: this.promptNames.get(name) ?? name, ...(args && { arguments: args }) }, sdk)),
       complete: (params, options) => this.send(options, (client, sdk) => client.complete(this.upstreamRef(params), sdk)),
+      subscribe: (uri, listener) => this.subscribe(uri, listener),
     };
     this.catalogue.set(source);
   }

@@ -3,7 +3,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResult, ErrorCode, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolContentResult } from '../core/tools/tool-content';
-import type { ToolSource } from '../core/tools/tool-definition';
+import type { ToolCaller, ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { activeTraceMeta } from '../core/tracing/trace-context';
@@ -11,6 +11,7 @@ import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import { describeUpstreamError } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
+import type { UpstreamCallers } from './upstream-callers';
 import { redactStrings } from '../core/logging/redact';
 
 /** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
@@ -48,6 +49,7 @@ export class UpstreamToolSync {
     private readonly link: UpstreamLinkState,
     private readonly logger: Logger,
     private readonly redact: (text: string) => string,
+    private readonly callers: UpstreamCallers,
   ) {}
 
   private get label(): string {
@@ -115,7 +117,7 @@ export class UpstreamToolSync {
             outputSchema: tool.outputSchema,
             timeoutMs,
             source: this.source,
-            handler: (args, { signal }) => this.call(tool.name, args, signal),
+            handler: (args, { signal, caller }) => this.call(tool.name, args, signal, caller),
           });
         } catch (error) {
           this.skippedTools.push({ tool: tool.upstreamName, reason: (error as Error).message });
@@ -150,8 +152,12 @@ export class UpstreamToolSync {
     });
   }
 
-  /** Runs one catalogue call on the upstream; every failure becomes a clean tool error. */
-  private async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolContentResult> {
+  /**
+   * Runs one catalogue call on the upstream; every failure becomes a clean tool error. The
+   * upstream's progress goes to `caller` (the SDK asks for it with a progress token of its own),
+   * and so do its log messages and requests while the call runs ({@link UpstreamCallers}).
+   */
+  private async call(name: string, args: Record<string, unknown>, signal: AbortSignal, caller?: ToolCaller): Promise<ToolContentResult> {
     const client = this.link.connectedClient();
     const upstreamName = this.upstreamNames.get(name);
     if (!client || upstreamName === undefined) {
@@ -161,12 +167,12 @@ export class UpstreamToolSync {
     this.inFlight += 1;
     try {
       // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
-      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS };
+      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS, ...(caller?.progress && { onprogress: caller.progress }) };
       // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
       const meta = activeTraceMeta();
       const params = meta ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
-      result = (await client.callTool(params, undefined, options)) as CallToolResult;
+      result = (await this.callers.during(caller, () => client.callTool(params, undefined, options))) as CallToolResult;
     } catch (error) {
       throw this.callFailure(client, error, signal);
     } finally {

@@ -1,16 +1,33 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  ServerNotification,
+  ServerRequest,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'crypto';
 import { createServer, IncomingMessage, Server as HttpServer, ServerResponse } from 'http';
 import type { AddressInfo, Socket } from 'net';
 
 export interface UpstreamTool {
   tool: Tool;
-  /** `meta` is the request's `params._meta` (a caller's trace context travels there). */
-  run(args: Record<string, any>, meta?: Record<string, unknown>): Promise<CallToolResult> | CallToolResult;
+  /**
+   * `meta` is the request's `params._meta` (a caller's trace context travels there); `extra` is
+   * the SDK's, for progress, log messages and requests to the client during the call.
+   */
+  run(
+    args: Record<string, any>,
+    meta?: Record<string, unknown>,
+    extra?: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ): Promise<CallToolResult> | CallToolResult;
 }
 
 /**
@@ -95,12 +112,12 @@ export class HttpUpstream {
   }
 
   private newServer(): Server {
-    const server = new Server({ name: 'test-home', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    const server = new Server({ name: 'test-home', version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...this.tools.values()].map((entry) => entry.tool) }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const entry = this.tools.get(request.params.name);
       if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
-      return entry.run(request.params.arguments ?? {}, request.params._meta);
+      return entry.run(request.params.arguments ?? {}, request.params._meta, extra);
     });
     this.servers.add(server);
     server.onclose = () => this.servers.delete(server);

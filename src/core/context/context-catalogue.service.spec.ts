@@ -19,6 +19,7 @@ function source(id: string, rank: number, offers: Partial<Pick<ContextSource, 'r
     readResource: (uri) => answer(uri),
     getPrompt: (name) => answer(name),
     complete: (params) => answer(JSON.stringify(params.ref)),
+    subscribe: () => Promise.resolve(() => undefined),
   };
 }
 

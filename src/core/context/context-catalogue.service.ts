@@ -104,12 +104,21 @@ export class ContextCatalogueService {
    * Throws {@link UnknownContextError} when none does or the caller may not read it.
    */
   readResource(principal: string | undefined, uri: string, options: ContextRequestOptions): Promise<ReadResourceResult> {
-    if (!this.grantOf(principal).mayReadResource(uri)) throw new UnknownContextError('resource', uri);
-    const owner =
-      this.ranked.find((source) => source.resources.some((resource) => resource.uri === uri)) ??
-      this.ranked.find((source) => source.resourceTemplates.some((template) => this.matches(template, uri)));
+    return this.resourceOwner(principal, uri).readResource(uri, options);
+  }
+
+  /** Calls `listener` at each update of `uri` (at the source that owns it, as for a read) until the returned function is called. */
+  subscribe(principal: string | undefined, uri: string, listener: () => void): Promise<() => void> {
+    return this.resourceOwner(principal, uri).subscribe(uri, listener);
+  }
+
+  private resourceOwner(principal: string | undefined, uri: string): ContextSource {
+    const owner = this.grantOf(principal).mayReadResource(uri)
+      ? (this.ranked.find((source) => source.resources.some((resource) => resource.uri === uri)) ??
+        this.ranked.find((source) => source.resourceTemplates.some((template) => this.matches(template, uri))))
+      : undefined;
     if (!owner) throw new UnknownContextError('resource', uri);
-    return owner.readResource(uri, options);
+    return owner;
   }
 
   getPrompt(principal: string | undefined, name: string, args: Record<string, string> | undefined, options: ContextRequestOptions): Promise<GetPromptResult> {

@@ -34,6 +34,8 @@ export interface ContextSource {
   getPrompt(name: string, args: Record<string, string> | undefined, options: ContextRequestOptions): Promise<GetPromptResult>;
   /** `params.ref` names a prompt as the gateway serves it, or a resource template of this source. */
   complete(params: CompleteRequest['params'], options: ContextRequestOptions): Promise<CompleteResult>;
+  /** Calls `listener` at each update of `uri` until the returned function is called. */
+  subscribe(uri: string, listener: () => void): Promise<() => void>;
 }
 
 /** Which of the context's lists changed. */

@@ -17,6 +17,18 @@ export interface ToolExample {
   arguments?: Record<string, unknown>;
 }
 
+/**
+ * What a tool may tell, or ask, the client that called it while the call runs: MCP's progress,
+ * log messages and requests from the server (elicitation, sampling). A member is absent when the
+ * caller's protocol or client cannot carry it.
+ */
+export interface ToolCaller {
+  progress?(update: { progress: number; total?: number; message?: string }): void;
+  log?(message: { level: string; logger?: string; data: unknown }): void;
+  /** Sends `method` to the caller's client and resolves with its answer; rejects when the client cannot answer it. */
+  request?(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
+}
+
 /** What a handler learns about the call it serves. */
 export interface ToolCallContext {
   /** Aborted when the call times out or its caller goes away; long handlers should watch it. */
@@ -29,6 +41,8 @@ export interface ToolCallContext {
   sessionId?: string;
   /** The LLM-gateway turn the call belongs to, if any. */
   turnId?: string;
+  /** The client that made the call, for what it can be told or asked while the call runs. */
+  caller?: ToolCaller;
 }
 
 /**

@@ -5,7 +5,7 @@ import { FRAME_MAX_DEPTH, withinDepth } from '../validation/frame-schema';
 import { DeadlineSweep, Expiring } from './deadline-sweep';
 import type { ArgumentsValidator } from './json-schema';
 import { textOfContent, ToolContentResult } from './tool-content';
-import type { ToolAudience, ToolCallContext, ToolDefinition, ToolFailure, ToolFailureCode, ToolOutcome, ToolSuccess } from './tool-definition';
+import type { ToolAudience, ToolCallContext, ToolCaller, ToolDefinition, ToolFailure, ToolFailureCode, ToolOutcome, ToolSuccess } from './tool-definition';
 import { ToolError } from './tool-error';
 
 /** A catalogue entry: the tool and its compiled input schema. */
@@ -28,6 +28,8 @@ export interface InvokeOptions extends ToolCallOptions {
  * {@link InvokeOptions} can serve every call it makes, unchanged).
  */
 export interface ToolCallControls {
+  /** The client that made the call, as the handler's context shows it. */
+  caller?: ToolCaller;
   /** Each partial result of a streaming tool, as it comes; never called after the outcome. */
   onPartial?: (value: unknown) => void;
   /**
@@ -274,6 +276,7 @@ class RunningCall implements Expiring {
       connectionId: options.connectionId,
       sessionId: options.sessionId,
       turnId: options.turnId,
+      caller: controls?.caller,
       get signal() {
         return signal();
       },

@@ -1,0 +1,69 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ErrorCode,
+  LoggingLevel,
+  LoggingLevelSchema,
+  McpError,
+  ServerNotification,
+  ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCaller } from '../core/tools/tool-definition';
+
+const SEVERITY: readonly LoggingLevel[] = LoggingLevelSchema.options;
+
+/** The server-to-client requests a tool may relay, with the client capability each needs and the schema of its answer. */
+const RELAYED_REQUESTS = {
+  'elicitation/create': { capability: 'elicitation', result: ElicitResultSchema },
+  'sampling/createMessage': { capability: 'sampling', result: CreateMessageResultSchema },
+} as const;
+
+type RelayedMethod = keyof typeof RELAYED_REQUESTS;
+
+/** The level a session asked for with `logging/setLevel`; messages below it are not sent. */
+export class SessionLogLevel {
+  private level?: LoggingLevel;
+
+  set(level: LoggingLevel): void {
+    this.level = level;
+  }
+
+  /** Whether a message of `level` goes out: every message until the client sets a level, as the SDK's servers do. */
+  admits(level: string): boolean {
+    if (this.level === undefined) return true;
+    const rank = SEVERITY.indexOf(level as LoggingLevel);
+    return rank === -1 || rank >= SEVERITY.indexOf(this.level);
+  }
+}
+
+/**
+ * The MCP client of one `tools/call`, as the tool's {@link ToolCaller}: progress goes to it under
+ * the call's `progressToken` (only when it sent one), log messages at or above its level, and
+ * elicitation and sampling requests when it declared the capability; all of them on the call's
+ * own stream (`relatedRequestId`), so a Streamable HTTP client gets them in the call's response.
+ */
+export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, logLevel: SessionLogLevel): ToolCaller {
+  const progressToken = extra._meta?.progressToken;
+  const notify = (notification: ServerNotification) => void extra.sendNotification(notification).catch(() => undefined);
+  return {
+    ...(progressToken !== undefined && {
+      progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken } }),
+    }),
+    log: (message) => {
+      if (logLevel.admits(message.level)) notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
+    },
+    request: async (method, params, signal) => {
+      const relayed = RELAYED_REQUESTS[method as RelayedMethod];
+      if (!relayed) throw new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`);
+      if (!server.getClientCapabilities()?.[relayed.capability]) {
+        throw new McpError(
+          ErrorCode.InvalidRequest,
+          `The client that made this call cannot answer ${method}: it did not declare the ${relayed.capability} capability`,
+        );
+      }
+      return extra.sendRequest({ method, params } as ServerRequest, relayed.result, { signal });
+    },
+  };
+}

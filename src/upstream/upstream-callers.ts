@@ -1,0 +1,47 @@
+import { AsyncLocalStorage } from 'async_hooks';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCaller } from '../core/tools/tool-definition';
+
+/** The caller of the upstream call whose request is being sent or whose answer stream is being read. */
+const callerOfThisStream = new AsyncLocalStorage<ToolCaller>();
+
+/**
+ * Who a message from an upstream is for: log messages and elicitation or sampling requests that
+ * an upstream sends while a tool call runs belong to that call's caller, but MCP does not say
+ * which call they belong to. Over Streamable HTTP they come on the call's own response stream,
+ * which is read in the call's asynchronous context, so the caller is known exactly. Otherwise (a
+ * stdio or SSE upstream, or the standalone GET stream) they go to the caller only while exactly
+ * one call is in flight on that upstream; with several, nobody can tell, and nothing is relayed.
+ */
+export class UpstreamCallers {
+  private readonly inFlight = new Set<ToolCaller>();
+
+  /** Runs `call` (one request to the upstream) on behalf of `caller`. */
+  async during<T>(caller: ToolCaller | undefined, call: () => Promise<T>): Promise<T> {
+    if (!caller) return call();
+    this.inFlight.add(caller);
+    try {
+      return await callerOfThisStream.run(caller, call);
+    } finally {
+      this.inFlight.delete(caller);
+    }
+  }
+
+  /** The caller the message being handled now is for, or `undefined` when it cannot be told. */
+  current(): ToolCaller | undefined {
+    const exact = callerOfThisStream.getStore();
+    if (exact && this.inFlight.has(exact)) return exact;
+    if (this.inFlight.size !== 1) return undefined;
+    return this.inFlight.values().next().value;
+  }
+
+  /** Relays a request of the upstream's to the caller; an McpError when there is none to ask. */
+  request(label: string, method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const caller = this.current();
+    if (!caller?.request) {
+      const why = caller ? 'its caller cannot be asked' : 'the gateway cannot tell which call it belongs to';
+      throw new McpError(ErrorCode.InvalidRequest, `${method} from ${label} is not relayed: ${why}`);
+    }
+    return caller.request(method, params, signal);
+  }
+}
