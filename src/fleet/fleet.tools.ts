@@ -25,6 +25,7 @@ export class FleetTools {
 
   @BuiltinTool({
     name: 'device_say',
+    presentation: { title: 'Say on devices', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
     description:
       'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own. Offline devices: refused, unless hold_s keeps it for the next connection.',
     inputSchema: {

@@ -27,6 +27,13 @@ describe('MCP mapping', () => {
       expect(ToolSchema.safeParse(tool).success).toBe(true);
     });
 
+    it("lists a tool's title, annotations and icons, which MCP's Tool takes", () => {
+      const presentation = { title: 'Clock', annotations: { readOnlyHint: true }, icons: [{ src: 'https://example.com/clock.png', mimeType: 'image/png' }] };
+      const tool = toMcpTool({ ...clock, presentation });
+      expect(tool).toMatchObject({ name: 'clock', ...presentation });
+      expect(ToolSchema.safeParse(tool).success).toBe(true);
+    });
+
     it('leaves out an output schema that is not an object schema, which MCP cannot take', () => {
       expect(toMcpTool(adder)).not.toHaveProperty('outputSchema');
     });

@@ -10,13 +10,14 @@ function objectOutputSchema(tool: ToolDefinition): JsonSchema | undefined {
 const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
- * A catalogue tool as MCP lists it. The input schema always says `type: "object"`, which MCP
- * requires and the catalogue enforces anyway (arguments are an object); examples and tags have
- * no place in MCP's Tool and are not shown.
+ * A catalogue tool as MCP lists it, with its title, annotations and icons when it has them. The
+ * input schema always says `type: "object"`, which MCP requires and the catalogue enforces anyway
+ * (arguments are an object); examples and tags have no place in MCP's Tool and are not shown.
  */
 export function toMcpTool(tool: ToolDefinition): Tool {
   const described: Tool = {
     name: tool.name,
+    ...(tool.presentation as Partial<Tool> | undefined),
     description: tool.description,
     inputSchema: { ...tool.inputSchema, type: 'object' },
   };

@@ -10,6 +10,7 @@ export class LocationTools {
 
   @BuiltinTool({
     name: 'get_location',
+    presentation: { title: 'Location', annotations: { readOnlyHint: true, openWorldHint: true } },
     description: 'Get where the assistant is: city, region, country and coordinates.',
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
     tags: ['location'],

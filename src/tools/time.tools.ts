@@ -12,6 +12,7 @@ export class TimeTools {
 
   @BuiltinTool({
     name: 'get_current_time',
+    presentation: { title: 'Current time', annotations: { readOnlyHint: true, openWorldHint: false } },
     description:
       "Get the current date and time. Give an IANA time zone (e.g. Asia/Shanghai, Europe/London, America/New_York) for a place; without one the server's zone is used.",
     inputSchema: {

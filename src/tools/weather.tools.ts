@@ -72,6 +72,7 @@ export class WeatherTools {
 
   @BuiltinTool({
     name: 'get_weather',
+    presentation: { title: 'Weather', annotations: { readOnlyHint: true, openWorldHint: true } },
     description:
       'Get the weather for a city on a day: condition, temperature (°C), humidity, wind and chance of rain. ' +
       'Works for today, past days and up to 15 days ahead.',

@@ -115,6 +115,7 @@ export class UpstreamToolSync {
             description: tool.description,
             inputSchema: tool.inputSchema,
             outputSchema: tool.outputSchema,
+            presentation: tool.presentation,
             timeoutMs,
             source: this.source,
             handler: (args, { signal, caller }) => this.call(tool.name, args, signal, caller),

@@ -14,7 +14,13 @@ describe('upstream tools in the catalogue', () => {
     const { planned, skipped } = planTools('math.', [sum, { name: 'nameless', title: 'Has only a title', inputSchema: { type: 'object' } }]);
     expect(planned).toEqual([
       { upstreamName: 'get-sum', name: 'math.get_sum', description: 'Adds', inputSchema: sum.inputSchema, outputSchema: sum.outputSchema },
-      { upstreamName: 'nameless', name: 'math.nameless', description: 'Has only a title', inputSchema: { type: 'object' } },
+      {
+        upstreamName: 'nameless',
+        name: 'math.nameless',
+        description: 'Has only a title',
+        inputSchema: { type: 'object' },
+        presentation: { title: 'Has only a title' },
+      },
     ]);
     expect(skipped).toEqual([]);
   });
@@ -33,7 +39,18 @@ describe('upstream tools in the catalogue', () => {
     expect(isSameTool(tool, planned, 6000)).toBe(false);
     expect(isSameTool(tool, { ...planned, description: 'Sums' }, 5000)).toBe(false);
     expect(isSameTool(tool, { ...planned, inputSchema: { type: 'object' } }, 5000)).toBe(false);
+    expect(isSameTool(tool, { ...planned, presentation: { title: 'Sum' } }, 5000)).toBe(false);
     registry.onModuleDestroy();
+  });
+
+  it("keeps a tool's title, annotations and icons as the upstream sent them", () => {
+    const presented = { ...sum, title: 'Sum', annotations: { readOnlyHint: true }, icons: [{ src: 'data:image/png;base64,AA==' }] };
+    expect(planTools('math.', [presented]).planned[0].presentation).toEqual({
+      title: 'Sum',
+      annotations: { readOnlyHint: true },
+      icons: [{ src: 'data:image/png;base64,AA==' }],
+    });
+    expect(planTools('math.', [sum]).planned[0].presentation).toBeUndefined();
   });
 
   it("keeps a result's blocks and structured content, and reads a failure's text", () => {

@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema } from '../core/tools/json-schema';
 import { textOfContent, ToolContentResult } from '../core/tools/tool-content';
-import type { ToolContentBlock, ToolDefinition } from '../core/tools/tool-definition';
+import type { ToolContentBlock, ToolDefinition, ToolPresentation } from '../core/tools/tool-definition';
 import { catalogueNames } from './upstream-tool-names';
 
 /** An upstream tool as it joins the catalogue, with the name the upstream knows it by. */
@@ -11,6 +11,7 @@ export interface PlannedTool {
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
+  presentation?: ToolPresentation;
 }
 
 /** An upstream tool the catalogue cannot offer, and why; shown on `/health`. */
@@ -36,11 +37,18 @@ export function planTools(prefix: string, tools: readonly Tool[]): { planned: Pl
     description: tool.description ?? tool.title ?? tool.annotations?.title ?? '',
     inputSchema: tool.inputSchema as JsonSchema,
     ...(tool.outputSchema && { outputSchema: tool.outputSchema as JsonSchema }),
+    ...presentationOf(tool),
   }));
   const skipped = tools
     .filter((tool) => !callable.includes(tool))
     .map((tool) => ({ tool: tool.name, reason: 'runs only as an MCP task, which the gateway does not call' }));
   return { planned, skipped };
+}
+
+/** The upstream tool's title, annotations and icons, as it sent them. */
+function presentationOf({ title, annotations, icons }: Tool): { presentation?: ToolPresentation } {
+  if (title === undefined && annotations === undefined && icons === undefined) return {};
+  return { presentation: { ...(title !== undefined && { title }), ...(annotations && { annotations }), ...(icons && { icons }) } };
 }
 
 /** Whether the catalogue's tool already is `planned` (so a refreshed list leaves it alone). */
@@ -49,7 +57,8 @@ export function isSameTool(tool: ToolDefinition, planned: PlannedTool, timeoutMs
     tool.description === planned.description &&
     tool.timeoutMs === timeoutMs &&
     JSON.stringify(tool.inputSchema) === JSON.stringify(planned.inputSchema) &&
-    JSON.stringify(tool.outputSchema) === JSON.stringify(planned.outputSchema)
+    JSON.stringify(tool.outputSchema) === JSON.stringify(planned.outputSchema) &&
+    JSON.stringify(tool.presentation) === JSON.stringify(planned.presentation)
   );
 }
 

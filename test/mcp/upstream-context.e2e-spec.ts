@@ -68,6 +68,21 @@ describe('Upstream resources and prompts through /mcp', () => {
     expect(status.resource_templates).toBeGreaterThan(0);
   });
 
+  it("lists an upstream tool with its title and annotations, and answers with its content's annotations, as the upstream sent them", async () => {
+    const mcp = await client();
+    const { tools } = await mcp.listTools();
+    expect(tools.find((tool) => tool.name === 'everything.get_annotated_message')).toMatchObject({
+      title: 'Get Annotated Message Tool',
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    });
+    expect(tools.find((tool) => tool.name === 'calculator')).toMatchObject({ title: 'Calculator', annotations: { readOnlyHint: true } });
+    const result = await mcp.callTool({ name: 'everything.get_annotated_message', arguments: { messageType: 'success', includeImage: true } });
+    expect(result.content).toEqual([
+      { type: 'text', text: 'Operation completed successfully', annotations: { priority: 0.7, audience: ['user'] } },
+      expect.objectContaining({ type: 'image', mimeType: 'image/png', annotations: expect.any(Object) }),
+    ]);
+  });
+
   it('reads listed and templated resources, text and binary, as the upstream sent them', async () => {
     const mcp = await client();
     const document = await mcp.readResource({ uri: 'demo://resource/static/document/instructions.md' });

@@ -60,6 +60,8 @@ export interface ToolSpec {
   inputSchema: JsonSchema;
   /** JSON Schema of the result, when the tool returns structured data. */
   outputSchema?: JsonSchema;
+  /** How clients may show and treat the tool (MCP's `title`, `annotations` and `icons`); no call depends on it. */
+  presentation?: ToolPresentation;
   examples?: ToolExample[];
   /** Time limit in ms; the gateway's `SERVER_TOOL_TIMEOUT` when omitted. */
   timeoutMs?: number;
@@ -68,9 +70,21 @@ export interface ToolSpec {
   handler: ToolHandler;
 }
 
+/**
+ * MCP's hints about a tool, for clients to show it and decide how careful to be: a display title,
+ * annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, `title`) and
+ * icons. Upstream tools keep their own; they reach MCP clients as the upstream sent them.
+ */
+export interface ToolPresentation {
+  title?: string;
+  annotations?: Record<string, unknown>;
+  icons?: Record<string, unknown>[];
+}
+
 /** A tool in the catalogue: the spec with its defaults filled in. */
-export interface ToolDefinition extends Readonly<Required<Omit<ToolSpec, 'outputSchema'>>> {
+export interface ToolDefinition extends Readonly<Required<Omit<ToolSpec, 'outputSchema' | 'presentation'>>> {
   readonly outputSchema?: JsonSchema;
+  readonly presentation?: ToolPresentation;
 }
 
 /** An MCP-style content block, for results that carry more than a JSON value (images...). */

@@ -113,6 +113,7 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
       description: spec.description ?? '',
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
+      ...(spec.presentation && { presentation: spec.presentation }),
       examples: spec.examples ?? [],
       timeoutMs: spec.timeoutMs ?? this.config.tools.serverToolTimeoutMs,
       tags: spec.tags ?? [],

@@ -18,6 +18,7 @@ interface CalculatorArguments {
 export class CalculatorTools {
   @Tool({
     name: 'calculator',
+    presentation: { title: 'Calculator', annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false } },
     description: 'A simple calculator: adds, subtracts, multiplies or divides two numbers.',
     inputSchema: {
       type: 'object',

@@ -162,6 +162,7 @@ export class ReminderTools {
 
   @BuiltinTool({
     name: 'cancel_reminder',
+    presentation: { title: 'Cancel a reminder', annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false } },
     description: 'Cancels a pending reminder by its id (as set_reminder or list_reminders gave it), so it is not spoken.',
     inputSchema: {
       type: 'object',
