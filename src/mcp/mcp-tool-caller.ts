@@ -46,13 +46,13 @@ export class SessionLogLevel {
  */
 export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, logLevel: SessionLogLevel): ToolCaller {
   const progressToken = extra._meta?.progressToken;
-  const notify = (notification: ServerNotification) => void extra.sendNotification(notification).catch(() => undefined);
+  const notify = (notification: ServerNotification) => extra.sendNotification(notification).catch(() => undefined);
   return {
     ...(progressToken !== undefined && {
       progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken } }),
     }),
-    log: (message) => {
-      if (logLevel.admits(message.level)) notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
+    log: async (message) => {
+      if (logLevel.admits(message.level)) await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
     },
     request: async (method, params, signal) => {
       const relayed = RELAYED_REQUESTS[method as RelayedMethod];

@@ -6,10 +6,12 @@ import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
+import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
 
 /**
  * MCP Streamable HTTP at `/mcp`, so standard MCP clients and inspectors connect with a URL and a
- * bearer token (see `McpHttpSessions`). Failures before it (auth, an unreadable body) are JSON-RPC error
+ * bearer token: the 2026-07-28 revision's requests (`ModernMcpEndpoint`) and the 2025 revisions'
+ * sessions (`McpHttpSessions`), told apart by what each request carries. Failures before it (auth, an unreadable body) are JSON-RPC error
  * bodies, by the format `McpModule` registers with `HttpErrorFormats`.
  */
 @Controller('mcp')
@@ -18,12 +20,14 @@ import { McpHttpSessions } from './http/mcp-http-sessions.service';
 export class McpController {
   constructor(
     private readonly sessions: McpHttpSessions,
+    private readonly modern: ModernMcpEndpoint,
     private readonly tokens: AccessTokenService,
   ) {}
 
   @All()
-  serve(@Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
-    if (this.refusedForScope(request, response)) return Promise.resolve();
+  async serve(@Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
+    if (this.refusedForScope(request, response)) return;
+    if (await this.modern.claims(request)) return this.modern.serve(request, response);
     return this.sessions.handle(request, response, request.body);
   }
 

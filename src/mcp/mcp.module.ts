@@ -8,6 +8,7 @@ import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
 import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './http/mcp-http-session-store';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
+import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
 import { RedisMcpHttpSessionStore } from './http/redis-mcp-http-session-store';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
@@ -34,6 +35,7 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
     McpService,
     McpGateway,
     McpHttpSessions,
+    ModernMcpEndpoint,
     {
       provide: MCP_HTTP_SESSION_STORE,
       inject: [GATEWAY_CONFIG],

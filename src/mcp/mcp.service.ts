@@ -16,9 +16,11 @@ import {
   ListResourceTemplatesRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  ServerCapabilities,
   SetLevelRequestSchema,
   RequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
+  Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { filter, Subscription } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
@@ -82,18 +84,16 @@ export class McpService {
    * names (one device's tools, unprefixed).
    */
   createServer(scope: ToolCallScope, view?: McpToolView): Server {
-    const servesContext = !view && this.config.mcp.upstream.serversFile !== undefined;
+    const servesContext = !view && this.servesContext;
     const server = new Server(this.serverInfo, {
-      capabilities: servesContext
-        ? { tools: { listChanged: true }, resources: { listChanged: true, subscribe: true }, prompts: { listChanged: true }, completions: {}, logging: {} }
-        : { tools: { listChanged: true } },
+      capabilities: this.capabilities(servesContext),
       debouncedNotificationMethods: ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed'],
       jsonSchemaValidator: this.validator,
     });
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
     server.setRequestHandler(ListToolsWithAnyParams, (request) => {
       checkedListTools(request);
-      return { tools: (view ? view.list() : this.registry.list(undefined, scope.principal, 'agent')).map(toMcpTool) };
+      return { tools: view ? view.list().map(toMcpTool) : this.listTools(scope) };
     });
     const logLevel = new SessionLogLevel();
     server.setRequestHandler(ToolsCallWithAnyParams, (request, extra) => {
@@ -132,6 +132,22 @@ export class McpService {
       subscriptions?.close();
     };
     return server;
+  }
+
+  /** Whether sessions serve the upstreams' resources, prompts, completions and logging: when `MCP_SERVERS_FILE` is set. */
+  get servesContext(): boolean {
+    return this.config.mcp.upstream.serversFile !== undefined;
+  }
+
+  /** What the gateway announces it serves, to clients of every revision. */
+  capabilities(servesContext: boolean): ServerCapabilities {
+    if (!servesContext) return { tools: { listChanged: true } };
+    return { tools: { listChanged: true }, resources: { listChanged: true, subscribe: true }, prompts: { listChanged: true }, completions: {}, logging: {} };
+  }
+
+  /** The shared tools `scope`'s principal may use, as MCP lists them. */
+  listTools(scope: ToolCallScope): Tool[] {
+    return this.registry.list(undefined, scope.principal, 'agent').map(toMcpTool);
   }
 
   /**
@@ -176,7 +192,8 @@ export class McpService {
     return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
   }
 
-  private async call(params: CallToolRequest['params'], scope: ToolCallScope, controls: ToolCallControls, asNamed: string): Promise<CallToolResult> {
+  /** A `tools/call` as MCP answers it, within `scope`; `asNamed` is the name the client used (a device server's view renames its tools). */
+  async call(params: CallToolRequest['params'], scope: ToolCallScope, controls: ToolCallControls, asNamed = params.name): Promise<CallToolResult> {
     // A client's trace context in `params._meta` (MCP's place for it) is the call's parent, over any the transport carried.
     const result = runInTraceContext(traceContextOf(params._meta), () => this.toolCallResult(scope, params.name, params.arguments ?? {}, controls));
     // MCP reports an unknown tool as a protocol error, not as a failed call.

@@ -14,17 +14,34 @@ const callerOfThisStream = new AsyncLocalStorage<ToolCaller>();
  * one call is in flight on that upstream; with several, nobody can tell, and nothing is relayed.
  */
 export class UpstreamCallers {
-  private readonly inFlight = new Set<ToolCaller>();
+  /** The callers of the calls in flight, each with the notifications still being relayed to it. */
+  private readonly inFlight = new Map<ToolCaller, Promise<void>>();
 
-  /** Runs `call` (one request to the upstream) on behalf of `caller`. */
+  /**
+   * Runs `call` (one request to the upstream) on behalf of `caller`, and answers once what the
+   * upstream sent the caller before answering has been relayed, so the caller gets it in order.
+   */
   async during<T>(caller: ToolCaller | undefined, call: () => Promise<T>): Promise<T> {
     if (!caller) return call();
-    this.inFlight.add(caller);
+    this.inFlight.set(caller, Promise.resolve());
     try {
-      return await callerOfThisStream.run(caller, call);
+      const result = await callerOfThisStream.run(caller, call);
+      await this.inFlight.get(caller);
+      return result;
     } finally {
       this.inFlight.delete(caller);
     }
+  }
+
+  /** Relays a notification to `caller` after those relayed to it before. */
+  relay(caller: ToolCaller, send: () => Promise<void> | undefined): void {
+    const queue = this.inFlight.get(caller);
+    if (queue)
+      this.inFlight.set(
+        caller,
+        queue.then(send).catch(() => undefined),
+      );
+    else void send()?.catch(() => undefined);
   }
 
   /** The caller the message being handled now is for, or `undefined` when it cannot be told. */
@@ -32,7 +49,7 @@ export class UpstreamCallers {
     const exact = callerOfThisStream.getStore();
     if (exact && this.inFlight.has(exact)) return exact;
     if (this.inFlight.size !== 1) return undefined;
-    return this.inFlight.values().next().value;
+    return this.inFlight.keys().next().value;
   }
 
   /** Relays a request of the upstream's to the caller; an McpError when there is none to ask. */

@@ -239,7 +239,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   private relayFromUpstream(client: Client): void {
     client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
       const caller = this.callers.current();
-      if (caller?.log) caller.log(params);
+      if (caller?.log) this.callers.relay(caller, () => caller.log?.(params));
       else this.context.logger.debug(`${this.label} log (${params.level}): ${brief(this.redact(JSON.stringify(params.data) ?? ''))}`);
     });
     // The SDK's client checks each answer against the request's result schema before sending it on.

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResult, ErrorCode, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResult, ErrorCode, McpError, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolContentResult } from '../core/tools/tool-content';
 import type { ToolCaller, ToolSource } from '../core/tools/tool-definition';
@@ -168,7 +168,11 @@ export class UpstreamToolSync {
     this.inFlight += 1;
     try {
       // The registry owns the time limit (it aborts `signal`); the SDK's own timer is only a backstop behind it.
-      const options = { signal, timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS, ...(caller?.progress && { onprogress: caller.progress }) };
+      const options = {
+        signal,
+        timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
+        ...(caller?.progress && { onprogress: (update: Progress) => this.callers.relay(caller, () => caller.progress?.(update)) }),
+      };
       // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
       const meta = activeTraceMeta();

@@ -23,8 +23,9 @@ export interface ToolExample {
  * caller's protocol or client cannot carry it.
  */
 export interface ToolCaller {
-  progress?(update: { progress: number; total?: number; message?: string }): void;
-  log?(message: { level: string; logger?: string; data: unknown }): void;
+  /** Resolves once the update is on its way, so a relay can send it before the call's result. */
+  progress?(update: { progress: number; total?: number; message?: string }): Promise<void>;
+  log?(message: { level: string; logger?: string; data: unknown }): Promise<void>;
   /** Sends `method` to the caller's client and resolves with its answer; rejects when the client cannot answer it. */
   request?(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
 }

@@ -1,0 +1,174 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  McpHttpHandler,
+  ProtocolError,
+  Server,
+  ServerCapabilities as ModernCapabilities,
+  ServerContext,
+  Tool as ModernTool,
+} from '@modelcontextprotocol/server';
+import type { Request as ExpressRequest, Response as ExpressResponse } from 'express';
+import { Readable } from 'stream';
+import type { ReadableStream as WebReadableStream } from 'stream/web';
+import { filter, Subscription } from 'rxjs';
+import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
+import { ContextCatalogueService } from '../../core/context/context-catalogue.service';
+import { CallsInFlight } from '../../core/limits/calls-in-flight';
+import { newId } from '../../core/new-id';
+import type { ToolCaller } from '../../core/tools/tool-definition';
+import { ToolCallScope } from '../../core/tools/tool-call-scope';
+import { ToolRegistryService } from '../../core/tools/tool-registry.service';
+import { answeredAsMcp } from '../context-errors';
+import { MCP_PROTOCOL } from '../mcp.constants';
+import { McpService } from '../mcp.service';
+
+/** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+
+const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
+const SEVERITY = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * MCP's 2026-07-28 revision on `/mcp`, beside the sessionful 2025 revisions: no `initialize` and
+ * no session, each POST carries its protocol version, capabilities and log level in `_meta`, and
+ * `server/discover`, `subscriptions/listen` and the per-request answers are the official SDK 2.x's
+ * (`createMcpHandler`). Each request gets a server of its own over the same catalogue as every
+ * other session, narrowed to the caller's grant; list changes reach open `subscriptions/listen`
+ * streams. Requests that carry no 2026 envelope are left to the 2025 endpoint ({@link claims}).
+ *
+ * Server-to-client requests (an upstream's elicitation or sampling) are not relayed to 2026 clients
+ * yet: they would be `input_required` results, which need the call to outlive its HTTP exchange.
+ */
+@Injectable()
+export class ModernMcpEndpoint implements OnApplicationShutdown {
+  private readonly logger = new Logger('MCP');
+  private readonly handler: McpHttpHandler;
+  private readonly changes: Subscription;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly mcp: McpService,
+    registry: ToolRegistryService,
+    private readonly catalogue: ContextCatalogueService,
+  ) {
+    this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
+      // The body arrives parsed, within the gateway's own body limit.
+      legacy: 'reject',
+      onerror: (error) => this.logger.debug(`MCP ${MODERN_PROTOCOL_VERSION}: ${error.message}`),
+    });
+    const { notify } = this.handler;
+    this.changes = registry.changes.pipe(filter((change) => change.connectionId === undefined)).subscribe(() => notify.toolsChanged());
+    this.changes.add(catalogue.changes.subscribe((kind) => (kind === 'resources' ? notify.resourcesChanged() : notify.promptsChanged())));
+  }
+
+  /** Whether `request` is the 2026 revision's to answer: it carries the revision's envelope, or names the revision. */
+  async claims(request: ExpressRequest): Promise<boolean> {
+    if (request.method !== 'POST') return false;
+    return !(await isLegacyRequest(webRequestOf(request), request.body));
+  }
+
+  /** Answers one 2026 request, as the principal the guards authenticated. */
+  async serve(request: ExpressRequest & { principal?: string }, response: ExpressResponse): Promise<void> {
+    const principal = request.principal ?? ANONYMOUS_PRINCIPAL;
+    const aborted = new AbortController();
+    response.once('close', () => aborted.abort());
+    const answer = await this.handler.fetch(webRequestOf(request, aborted.signal), {
+      parsedBody: request.body,
+      authInfo: { token: '', clientId: principal, scopes: [], extra: { principal } },
+    });
+    response.status(answer.status);
+    answer.headers.forEach((value, name) => response.setHeader(name, value));
+    if (!answer.body) {
+      response.end();
+      return;
+    }
+    Readable.fromWeb(answer.body as WebReadableStream).pipe(response);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.changes.unsubscribe();
+    await this.handler.close();
+  }
+
+  /** The server of one request: the gateway's tools, and the upstreams' resources and prompts when it has upstreams. */
+  private serverFor(principal: string): Server {
+    const servesContext = this.mcp.servesContext;
+    const capabilities = this.mcp.capabilities(servesContext);
+    // The same shapes in both SDKs' types; resources/subscribe is 2025's, a 2026 client listens instead.
+    const modern = { ...capabilities, resources: capabilities.resources && { listChanged: true } } as ModernCapabilities;
+    const server = new Server(this.mcp.info, { capabilities: modern });
+    const scope = ToolCallScope.ofConnection({
+      id: newId(),
+      protocol: MCP_PROTOCOL,
+      principal,
+      callsInFlight: new CallsInFlight(this.config.connections.maxCallsInFlight),
+    });
+    server.setRequestHandler('tools/list', () => ({ tools: this.mcp.listTools(scope) as ModernTool[] }));
+    server.setRequestHandler('tools/call', (request, context) =>
+      inSdk2Words(() => this.mcp.call(request.params, scope.withSignal(context.mcpReq.signal), { caller: modernCaller(context) })),
+    );
+    if (servesContext) this.serveContext(server, principal);
+    return server;
+  }
+
+  private serveContext(server: Server, principal: string): void {
+    const { catalogue } = this;
+    const options = (context: ServerContext) => ({ signal: context.mcpReq.signal });
+    server.setRequestHandler('resources/list', () => ({ resources: catalogue.listResources(principal) }));
+    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: catalogue.listResourceTemplates(principal) }));
+    server.setRequestHandler('resources/read', (request, context) =>
+      inSdk2Words(() => answeredAsMcp(() => catalogue.readResource(principal, request.params.uri, options(context)))),
+    );
+    server.setRequestHandler('prompts/list', () => ({ prompts: catalogue.listPrompts(principal) }));
+    server.setRequestHandler('prompts/get', (request, context) =>
+      inSdk2Words(() => answeredAsMcp(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, options(context)))),
+    );
+    server.setRequestHandler('completion/complete', (request, context) =>
+      inSdk2Words(() => answeredAsMcp(() => catalogue.complete(principal, request.params as never, options(context)))),
+    );
+  }
+}
+
+/**
+ * The 2026 client of one `tools/call`, as its tool's {@link ToolCaller}: progress under the call's
+ * token, log messages at or above the level its `_meta` asks for (none when it asks for none), in
+ * the call's own response stream. It cannot be asked anything (see {@link ModernMcpEndpoint}).
+ */
+function modernCaller(context: ServerContext): ToolCaller {
+  const { mcpReq } = context;
+  const progressToken = mcpReq._meta?.progressToken;
+  const level = (mcpReq.envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY];
+  const notify = (method: string, params: Record<string, unknown>) => mcpReq.notify({ method, params } as never).catch(() => undefined);
+  return {
+    ...(progressToken !== undefined && { progress: (update) => notify('notifications/progress', { ...update, progressToken }) }),
+    ...(typeof level === 'string' && {
+      log: async (message) => {
+        if (SEVERITY.indexOf(message.level) >= SEVERITY.indexOf(level)) await notify('notifications/message', message);
+      },
+    }),
+  };
+}
+
+/** The answer of `request`, an MCP error of SDK 1.x (the gateway's core speaks it) made SDK 2.x's, so its code and words reach the client. */
+async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ''), error.data);
+    throw error;
+  }
+}
+
+/** The Fetch API's view of an Express request whose body Express has read already (it goes to the SDK as `parsedBody`). */
+function webRequestOf(request: ExpressRequest, signal?: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    for (const each of Array.isArray(value) ? value : [value]) headers.append(name, each);
+  }
+  return new Request(`http://${request.headers.host ?? 'localhost'}${request.originalUrl}`, { method: request.method, headers, signal });
+}
