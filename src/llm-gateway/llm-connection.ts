@@ -19,6 +19,13 @@ export interface PendingCallback {
  * for the first answer; `tool_result`, `register_tools` and `ping` are handled at once, since a
  * waiting turn may depend on them.
  */
+/** A question waiting for the user's spoken answer. */
+export interface PendingQuestion {
+  /** The turn that asked it. */
+  turnId: string;
+  answer(words: string): void;
+}
+
 export class LlmConnectionState {
   sessionId = '';
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
@@ -29,6 +36,8 @@ export class LlmConnectionState {
   bargeIn = false;
   /** The device it named at its upgrade (`Device-Id`), if any. */
   deviceId?: string;
+  /** A question a turn asked the user aloud (an upstream's elicitation): the next `text_input` answers it. */
+  question?: PendingQuestion;
   // The maps are made on first use: an empty Map is 184 bytes, and most connections of a fleet
   // sit idle with none of them used.
   private pendingCallbackMap?: Map<string, PendingCallback>;

@@ -1,5 +1,5 @@
 import { Inject, Logger, UseInterceptors } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { EMPTY, Observable } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
@@ -92,11 +92,18 @@ export class LlmGateway implements ProtocolGatewayHooks<LlmConnectionState> {
   /**
    * A turn, queued behind the connection's earlier requests; with barge-in on, the turns running
    * or waiting are cancelled first, so this one starts as soon as they have ended. Its frames are
-   * the answer, cleaned for speech on their way out.
+   * the answer, cleaned for speech on their way out. While a turn waits for the answer to a
+   * question it asked aloud, the next `text_input` is that answer instead.
    */
   @OnFrame('text_input', { schema: textInputSchema })
   @UseInterceptors(SpeechCleaningInterceptor)
   textInput(input: TextInputFrame, connection: LlmConnection): Observable<LlmServerFrame> {
+    // The answer to a question a turn asked aloud: that turn goes on, and its frames say the rest.
+    const { question } = connection.state;
+    if (question) {
+      question.answer(input.text);
+      return EMPTY;
+    }
     return this.turns.start(connection, input, { interrupt: connection.state.bargeIn }).frames;
   }
 

@@ -2,6 +2,7 @@ import type { LlmToolCall, ToolResultMessage } from '../assistant/llm/llm.servic
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolCallService } from '../core/tools/tool-call.service';
+import type { ToolCaller } from '../core/tools/tool-definition';
 import type { PreparedToolCall } from '../core/tools/tool-invoker';
 import { FRAME_MAX_DEPTH, withinDepth } from '../core/validation/frame-schema';
 import { statusFrame, toolCallFrame } from './llm-gateway.frames';
@@ -44,6 +45,8 @@ export class ToolRound {
     /** Whether `name` is one of the connection's own device tools. */
     private readonly onDevice: (name: string) => boolean,
     private readonly settings: ToolRoundSettings,
+    /** What the tools may ask of the turn while they run (an upstream's sampling or elicitation). */
+    private readonly caller?: ToolCaller,
   ) {
     this.planned = calls.map((call) => this.plan(call));
   }
@@ -63,7 +66,7 @@ export class ToolRound {
   }
 
   private async runOne(call: PlannedCall, send: (frame: { turn_id?: string }) => void, record: TurnToolCall[]): Promise<ToolResultMessage> {
-    const outcome = await this.tools.run(this.scope, call.prepared);
+    const outcome = await this.tools.run(this.scope, call.prepared, this.caller && { caller: this.caller });
     const reachedDevice = call.onDevice && call.prepared.problem === undefined;
     if (reachedDevice && !outcome.ok && outcome.code === 'TOOL_TIMEOUT') {
       const seconds = this.settings.clientToolTimeoutMs / 1000;

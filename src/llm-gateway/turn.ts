@@ -7,6 +7,7 @@ import { AccessDeniedError } from '../core/auth/access-denied.error';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { endSpan } from '../core/tracing/tracing.service';
 import { FILLERS } from './fillers';
+import { turnCaller } from './turn-caller';
 import type { LlmConnection } from './llm-connection';
 import { llmErrorFrame } from './llm-gateway.errors';
 import { llmResponseFrame, partialResponseFrame, statusFrame } from './llm-gateway.frames';
@@ -248,6 +249,7 @@ export class Turn {
     this.controller.signal.addEventListener('abort', stopRound, { once: true });
     const scope = ToolCallScope.ofTurn(this.connection, { sessionId: session.id, turnId: this.id, signal: round.signal });
     const { clientTools, llm } = this.env.config;
+    const { temperature, maxTokens } = session.settings;
     const tools = new ToolRound(
       calls,
       this.env.tools,
@@ -258,6 +260,7 @@ export class Turn {
         maxResultChars: llm.maxToolResultChars,
         echoChars: llm.toolCallEchoChars,
       },
+      turnCaller(this.env.llm, this.speech && ((question, signal) => this.askAloud(question, signal)), { temperature, maxTokens }),
     );
     const filler = this.fillerTimer();
     try {
@@ -270,6 +273,38 @@ export class Turn {
       this.controller.signal.removeEventListener('abort', stopRound);
       this.clock.toolsMs += performance.now() - started;
     }
+  }
+
+  /**
+   * Says `question` as a sentence of the answer and waits for the connection's next `text_input`,
+   * whose words answer it; ends with the turn, or when the asker stops waiting. One question at a
+   * time per connection.
+   */
+  private askAloud(question: string, signal: AbortSignal): Promise<string> {
+    const { state } = this.connection;
+    if (state.question) return Promise.reject(new Error('Another question is waiting for the user to answer it'));
+    this.speech!.interject(question);
+    return new Promise<string>((resolve, reject) => {
+      const signals = [signal, this.controller.signal];
+      const settle = () => {
+        signals.forEach((each) => each.removeEventListener('abort', stop));
+        if (state.question === pending) state.question = undefined;
+      };
+      const stop = () => {
+        settle();
+        reject(new Error('The question was withdrawn before the user answered'));
+      };
+      const pending = {
+        turnId: this.id,
+        answer: (words: string) => {
+          settle();
+          resolve(words);
+        },
+      };
+      if (signals.some((each) => each.aborted)) return stop();
+      state.question = pending;
+      signals.forEach((each) => each.addEventListener('abort', stop, { once: true }));
+    });
   }
 
   private fillerTimer(): NodeJS.Timeout | undefined {

@@ -153,6 +153,23 @@ export class LlmService {
     }
   }
 
+  /** The model the gateway asks (`LLM_MODEL`). */
+  get model(): string {
+    return this.config.llm.model;
+  }
+
+  /**
+   * One model call without tools, for a text on its own (an upstream MCP server's sampling
+   * request, answered by the gateway's model): the same model, limits, timeout and traces as a
+   * turn's calls; its answer without reasoning.
+   */
+  async complete(request: Omit<CompletionRequest, 'tools'>): Promise<string> {
+    const reply = this.reply({ ...request, tools: [] });
+    for (let step = await reply.next(); ; step = await reply.next()) {
+      if (step.done) return step.value.content;
+    }
+  }
+
   /** One model call, traced: its text events, then its `reply-end`; returns the reply. */
   private async *reply(request: CompletionRequest): AsyncGenerator<ConversationEvent, LlmReply, undefined> {
     const span = this.tracing?.startModelCall(request.tools.length);
