@@ -632,6 +632,25 @@ export class EnvironmentVariables {
   MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL = 100;
 
   @Setting({
+    group: 'mcp',
+    unit: 'seconds',
+    about:
+      'Longest an MCP task (a long tool call a client ran as a task) and its result are kept; a client asking for longer, or for no limit, gets this. Kept in Redis with `REDIS_URL`, so any instance answers for it.',
+  })
+  @NumberFromEnv()
+  @Min(1)
+  MCP_TASK_TTL = 3600;
+
+  @Setting({
+    group: 'mcp',
+    about: 'MCP tasks one token may hold at once (every instance together with `REDIS_URL`); a task past it is refused until one expires.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  MCP_MAX_TASKS_PER_PRINCIPAL = 100;
+
+  @Setting({
     group: 'mcpUpstream',
     unset: 'none',
     about: 'JSON file in the desktop clients\' format: `{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`.',

@@ -152,6 +152,8 @@ export interface GatewayConfig {
       authTimeoutMs: number;
       maxConnections: number;
     };
+    /** MCP tasks: how long each is kept, and how many one principal holds. */
+    tasks: { ttlMs: number; maxPerPrincipal: number };
     /** Caps on Streamable HTTP sessions. */
     http: {
       /** Held by this instance. */
@@ -351,6 +353,10 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       http: {
         maxSessions: env.MCP_HTTP_MAX_SESSIONS,
         maxSessionsPerPrincipal: env.MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL,
+      },
+      tasks: {
+        ttlMs: seconds(env.MCP_TASK_TTL),
+        maxPerPrincipal: env.MCP_MAX_TASKS_PER_PRINCIPAL,
       },
     },
     clientTools: {

@@ -23,6 +23,7 @@ export function toMcpTool(tool: ToolDefinition): Tool {
   };
   const outputSchema = objectOutputSchema(tool);
   if (outputSchema) described.outputSchema = { ...outputSchema, type: 'object' };
+  if (tool.longRunning) described.execution = { taskSupport: 'optional' };
   return described;
 }
 

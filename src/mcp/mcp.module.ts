@@ -9,6 +9,7 @@ import { HealthChecks } from '../health/health-checks';
 import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './http/mcp-http-session-store';
 import { McpHttpSessions } from './http/mcp-http-sessions.service';
 import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
+import { McpTasks } from './tasks/mcp-tasks.service';
 import { RedisMcpHttpSessionStore } from './http/redis-mcp-http-session-store';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
@@ -36,6 +37,7 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
     McpGateway,
     McpHttpSessions,
     ModernMcpEndpoint,
+    McpTasks,
     {
       provide: MCP_HTTP_SESSION_STORE,
       inject: [GATEWAY_CONFIG],

@@ -7,6 +7,7 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { RateLimitService } from '../core/limits/rate-limit.service';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { McpTasks } from './tasks/mcp-tasks.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { McpService } from './mcp.service';
@@ -22,7 +23,7 @@ function setUp(settings: Record<string, string> = {}) {
     handler: ({ text }) => text,
   });
   const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config)));
-  return { registry, factory: new McpService(config, registry, toolCalls, new ContextCatalogueService()) };
+  return { registry, factory: new McpService(config, registry, toolCalls, new ContextCatalogueService(), new McpTasks(config)) };
 }
 
 /** A server on one end of an in-memory pair; the test speaks raw JSON-RPC on the other. */
@@ -52,7 +53,7 @@ describe('McpService', () => {
     const { request } = await rawSession(setUp().factory);
     const { result } = await request(1, 'initialize', initialize('2025-06-18'));
     expect(result.serverInfo).toEqual({ name: 'test-server', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
-    expect(result.capabilities).toEqual({ tools: { listChanged: true } });
+    expect(result.capabilities).toEqual({ tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
   });
 
   it("answers the client's protocol version when the SDK supports it", async () => {

@@ -24,6 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { filter, Subscription } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { ANONYMOUS_PRINCIPAL } from '../core/auth/access-token.service';
 import { TooManyCallsError } from '../core/limits/calls-in-flight';
 import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
@@ -40,6 +41,10 @@ import { RATE_LIMITED_ERROR } from './mcp.errors';
 import { mcpToolCaller, SessionLogLevel } from './mcp-tool-caller';
 import { ResourceSubscriptions } from './resource-subscriptions';
 import { answeredAsMcp } from './context-errors';
+import { McpTasks } from './tasks/mcp-tasks.service';
+
+/** MCP tasks as the gateway serves them: `tools/call` as a task, `tasks/list` and `tasks/cancel` (revision 2025-11-25). */
+const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
 /**
@@ -69,6 +74,7 @@ export class McpService {
     private readonly registry: ToolRegistryService,
     private readonly toolCalls: ToolCallService,
     private readonly contextCatalogue: ContextCatalogueService,
+    private readonly tasks: McpTasks,
   ) {
     this.serverInfo = { name: config.mcp.serverName, version: GATEWAY_VERSION };
   }
@@ -86,7 +92,8 @@ export class McpService {
   createServer(scope: ToolCallScope, view?: McpToolView): Server {
     const servesContext = !view && this.servesContext;
     const server = new Server(this.serverInfo, {
-      capabilities: this.capabilities(servesContext),
+      capabilities: { ...this.capabilities(servesContext), ...(!view && { tasks: TASKS_CAPABILITY }) },
+      ...(!view && { taskStore: this.tasks.ownedBy(scope.principal ?? ANONYMOUS_PRINCIPAL) }),
       debouncedNotificationMethods: ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed'],
       jsonSchemaValidator: this.validator,
     });
@@ -101,6 +108,13 @@ export class McpService {
       const params = (request as CallToolRequest).params;
       const name = view ? view.catalogueName(params.name) : params.name;
       if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
+      // A task outlives its request: no caller to relay to, and its own stop (tasks/cancel) instead of the request's.
+      if (params.task && extra.taskStore) {
+        if (!this.registry.get(name, undefined, scope.principal, 'agent')?.longRunning) {
+          throw new McpError(ErrorCode.MethodNotFound, `Tool "${params.name}" does not run as a task (its execution.taskSupport is not "optional")`);
+        }
+        return this.tasks.start(extra.taskStore, params.task.ttl, (signal) => this.call({ ...params, name }, scope.withSignal(signal), {}, params.name));
+      }
       return this.call({ ...params, name }, scope.withSignal(extra.signal), { caller: mcpToolCaller(server, extra, logLevel) }, params.name);
     });
     let subscriptions: ResourceSubscriptions | undefined;

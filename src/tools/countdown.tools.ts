@@ -69,6 +69,7 @@ export class CountdownTools {
     examples: [{ description: 'Set a 5 minute timer for the pasta', arguments: { seconds: 300, interval: 60, label: 'pasta' } }],
     // The whole countdown is one call: its limit is the longest countdown, not SERVER_TOOL_TIMEOUT.
     timeoutMs: (MAX_COUNTDOWN_S + 5) * 1000,
+    longRunning: true,
     tags: ['time', 'timer', 'streaming'],
   })
   async *countdown({ seconds, interval, label }: CountdownArguments, { signal }: ToolCallContext): AsyncGenerator<CountdownUpdate, CountdownUpdate> {

@@ -116,6 +116,7 @@ export class UpstreamToolSync {
             inputSchema: tool.inputSchema,
             outputSchema: tool.outputSchema,
             presentation: tool.presentation,
+            longRunning: tool.longRunning,
             timeoutMs,
             source: this.source,
             handler: (args, { signal, caller }) => this.call(tool.name, args, signal, caller),

@@ -12,6 +12,7 @@ export interface PlannedTool {
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
   presentation?: ToolPresentation;
+  longRunning?: boolean;
 }
 
 /** An upstream tool the catalogue cannot offer, and why; shown on `/health`. */
@@ -38,6 +39,7 @@ export function planTools(prefix: string, tools: readonly Tool[]): { planned: Pl
     inputSchema: tool.inputSchema as JsonSchema,
     ...(tool.outputSchema && { outputSchema: tool.outputSchema as JsonSchema }),
     ...presentationOf(tool),
+    ...(tool.execution?.taskSupport === 'optional' && { longRunning: true }),
   }));
   const skipped = tools
     .filter((tool) => !callable.includes(tool))
@@ -58,7 +60,8 @@ export function isSameTool(tool: ToolDefinition, planned: PlannedTool, timeoutMs
     tool.timeoutMs === timeoutMs &&
     JSON.stringify(tool.inputSchema) === JSON.stringify(planned.inputSchema) &&
     JSON.stringify(tool.outputSchema) === JSON.stringify(planned.outputSchema) &&
-    JSON.stringify(tool.presentation) === JSON.stringify(planned.presentation)
+    JSON.stringify(tool.presentation) === JSON.stringify(planned.presentation) &&
+    tool.longRunning === planned.longRunning
   );
 }
 

@@ -44,7 +44,7 @@ describe.each(TRANSPORTS)('the official MCP SDK client over %s', (_name, transpo
 
   it("initializes with the gateway's server info", () => {
     expect(client.getServerVersion()).toEqual({ name: 'test-gateway', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
-    expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: true } });
+    expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
   });
 
   it('lists the catalogue with MCP schemas', async () => {

@@ -63,6 +63,8 @@ export interface ToolSpec {
   outputSchema?: JsonSchema;
   /** How clients may show and treat the tool (MCP's `title`, `annotations` and `icons`); no call depends on it. */
   presentation?: ToolPresentation;
+  /** A call may run long: MCP clients may run it as a task (`execution.taskSupport: "optional"`) and fetch its result later. */
+  longRunning?: boolean;
   examples?: ToolExample[];
   /** Time limit in ms; the gateway's `SERVER_TOOL_TIMEOUT` when omitted. */
   timeoutMs?: number;
@@ -83,9 +85,10 @@ export interface ToolPresentation {
 }
 
 /** A tool in the catalogue: the spec with its defaults filled in. */
-export interface ToolDefinition extends Readonly<Required<Omit<ToolSpec, 'outputSchema' | 'presentation'>>> {
+export interface ToolDefinition extends Readonly<Required<Omit<ToolSpec, 'outputSchema' | 'presentation' | 'longRunning'>>> {
   readonly outputSchema?: JsonSchema;
   readonly presentation?: ToolPresentation;
+  readonly longRunning?: boolean;
 }
 
 /** An MCP-style content block, for results that carry more than a JSON value (images...). */

@@ -114,6 +114,7 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       ...(spec.presentation && { presentation: spec.presentation }),
+      ...(spec.longRunning && { longRunning: true }),
       examples: spec.examples ?? [],
       timeoutMs: spec.timeoutMs ?? this.config.tools.serverToolTimeoutMs,
       tags: spec.tags ?? [],
