@@ -178,7 +178,7 @@ export class UpstreamToolSync {
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
       const meta = activeTraceMeta();
       const params = meta ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
-      result = (await this.callers.during(caller, () => client.callTool(params, undefined, options))) as CallToolResult;
+      result = (await this.callers.during(caller, signal, () => client.callTool(params, undefined, options))) as CallToolResult;
     } catch (error) {
       throw this.callFailure(client, error, signal);
     } finally {

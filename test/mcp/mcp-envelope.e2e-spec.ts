@@ -61,8 +61,10 @@ describe("MCP over WebSocket, the spec's envelope", () => {
       expect(Object.keys(byName)).toEqual(expect.arrayContaining(['calculator', 'get_current_time']));
       expect(byName.calculator).toEqual({
         name: 'calculator',
+        title: 'Calculator',
         description: expect.stringMatching(/calculator/),
         inputSchema: expect.objectContaining({ type: 'object', required: ['a', 'b'] }),
+        annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       });
       expect(byName.get_current_time.outputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['iso', 'timezone']) });
 

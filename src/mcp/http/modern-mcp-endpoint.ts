@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import {
   createMcpHandler,
   isLegacyRequest,
@@ -30,6 +30,7 @@ import { McpService } from '../mcp.service';
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
 const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
+const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
 const SEVERITY = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /**
@@ -65,9 +66,13 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     this.changes.add(catalogue.changes.subscribe((kind) => (kind === 'resources' ? notify.resourcesChanged() : notify.promptsChanged())));
   }
 
-  /** Whether `request` is the 2026 revision's to answer: it carries the revision's envelope, or names the revision. */
+  /**
+   * Whether `request` is the 2026 revision's to answer: it names a revision the 2025 sessions do
+   * not speak, or carries the revision's `_meta` envelope, and the SDK classifies it modern. Other
+   * requests are the sessions' to answer, with their own checks (an unreadable id, a bad body).
+   */
   async claims(request: ExpressRequest): Promise<boolean> {
-    if (request.method !== 'POST') return false;
+    if (request.method !== 'POST' || !namesModernRevision(request)) return false;
     return !(await isLegacyRequest(webRequestOf(request), request.body));
   }
 
@@ -161,6 +166,17 @@ async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
     if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ''), error.data);
     throw error;
   }
+}
+
+/** A protocol version header the 2025 sessions do not speak, or the 2026 envelope's version key in a message's `_meta`. */
+function namesModernRevision(request: ExpressRequest): boolean {
+  const header = request.headers['mcp-protocol-version'];
+  if (typeof header === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(header)) return true;
+  const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
+  return messages.some((message) => {
+    const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta;
+    return meta !== null && typeof meta === 'object' && PROTOCOL_VERSION_META_KEY in meta;
+  });
 }
 
 /** The Fetch API's view of an Express request whose body Express has read already (it goes to the SDK as `parsedBody`). */
