@@ -67,31 +67,35 @@ export class ContextCatalogueService {
   }
 
   listResources(principal: string | undefined): Resource[] {
-    const grant = this.grantOf(principal);
-    const seen = new Set<string>();
-    const resources: Resource[] = [];
-    for (const source of this.ranked) {
-      for (const resource of source.resources) {
-        if (seen.has(resource.uri) || !grant.mayReadResource(resource.uri)) continue;
-        seen.add(resource.uri);
-        resources.push(resource);
-      }
-    }
-    return resources;
+    return this.readable(
+      principal,
+      (source) => source.resources,
+      (resource) => resource.uri,
+    );
   }
 
   listResourceTemplates(principal: string | undefined): ResourceTemplate[] {
+    return this.readable(
+      principal,
+      (source) => source.resourceTemplates,
+      (template) => template.uriTemplate,
+    );
+  }
+
+  /** The entries the caller may read, each address once: the source ranked first keeps it. */
+  private readable<T>(principal: string | undefined, entriesOf: (source: ContextSource) => readonly T[], addressOf: (entry: T) => string): T[] {
     const grant = this.grantOf(principal);
     const seen = new Set<string>();
-    const templates: ResourceTemplate[] = [];
+    const kept: T[] = [];
     for (const source of this.ranked) {
-      for (const template of source.resourceTemplates) {
-        if (seen.has(template.uriTemplate) || !grant.mayReadResource(template.uriTemplate)) continue;
-        seen.add(template.uriTemplate);
-        templates.push(template);
+      for (const entry of entriesOf(source)) {
+        const address = addressOf(entry);
+        if (seen.has(address) || !grant.mayReadResource(address)) continue;
+        seen.add(address);
+        kept.push(entry);
       }
     }
-    return templates;
+    return kept;
   }
 
   listPrompts(principal: string | undefined): Prompt[] {
