@@ -16,6 +16,7 @@ import { toEnvelopeError } from './mcp.errors';
 import { McpService } from './mcp.service';
 import { EnvelopeSession } from './websocket/envelope-session';
 import type { McpSessionContext, McpSocketSession } from './websocket/mcp-socket-session';
+import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
 import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
 import { PlainSession } from './websocket/plain-session';
 
@@ -50,10 +51,11 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     auth: MessageAuthenticator,
     mcp: McpService,
+    modern: ModernMcpEndpoint,
     connections: ConnectionRegistry,
     drain: DrainService,
   ) {
-    this.context = { auth, mcp, settings: config.mcp.ws, logger: new Logger('MCP') };
+    this.context = { auth, mcp, modern, maxCallsInFlight: config.connections.maxCallsInFlight, settings: config.mcp.ws, logger: new Logger('MCP') };
     // Once the calls in flight are answered, sessions say goodbye (an envelope `close`) before the adapter closes their sockets.
     drain.afterDrain('mcp_websocket', async () => {
       await Promise.all(connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));

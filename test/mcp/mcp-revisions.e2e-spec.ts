@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
 import { RunningGateway, startGateway } from '../support/gateway';
+import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
 import { EVERYTHING_SERVER, serversFile, until, upstreamIn } from '../support/upstreams';
 
 const TOKEN = 'token-of-the-revision-tests';
@@ -111,6 +112,38 @@ describe('MCP revisions on /mcp: 2026-07-28 beside 2025-03-26', () => {
     const result = await client.callTool({ name: 'everything.trigger_elicitation_request', arguments: {} });
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toContain('not relayed');
+  });
+
+  it('serves a 2026-07-28 client over a plain WebSocket: tools, resources, progress and subscriptions/listen', async () => {
+    const client = new ModernClient({ name: 'modern-ws-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new ModernWebSocketTransport(gateway.ws(`/mcp?token=${TOKEN}`)));
+    closing.push(client);
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    expect((await client.callTool({ name: 'everything.echo', arguments: { message: 'socket' } })).content).toEqual([{ type: 'text', text: 'Echo: socket' }]);
+    expect((await client.readResource({ uri: 'demo://resource/dynamic/text/4' })).contents[0]).toMatchObject({ uri: 'demo://resource/dynamic/text/4' });
+    const steps: number[] = [];
+    await client.callTool(
+      { name: 'everything.trigger_long_running_operation', arguments: { duration: 0.45, steps: 3 } },
+      { onprogress: (progress) => steps.push(progress.progress) },
+    );
+    expect(steps.slice(0, 2)).toEqual([1, 2]);
+    let changes = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => void (changes += 1));
+    const subscription = await client.listen({ toolsListChanged: true });
+    const registry = gateway.app.get(ToolRegistryService);
+    registry.register({
+      name: 'socket_probe',
+      description: 'Appears while the socket listens',
+      inputSchema: { type: 'object' },
+      source: 'module',
+      handler: () => 'ok',
+    });
+    try {
+      await until(() => changes > 0, 5_000, 'notifications/tools/list_changed over the socket');
+    } finally {
+      registry.unregister('socket_probe');
+      await subscription.close();
+    }
   });
 
   it('serves a 2025-03-26 client on the same path: initialize, a session, tools, resources and prompts', async () => {

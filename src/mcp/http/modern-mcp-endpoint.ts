@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { createParser } from 'eventsource-parser';
 import {
   createMcpHandler,
   isLegacyRequest,
@@ -40,6 +41,8 @@ const SEVERITY = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'al
  * (`createMcpHandler`). Each request gets a server of its own over the same catalogue as every
  * other session, narrowed to the caller's grant; list changes reach open `subscriptions/listen`
  * streams. Requests that carry no 2026 envelope are left to the 2025 endpoint ({@link claims}).
+ *
+ * WebSocket connections send their 2026 messages here too ({@link answer}).
  *
  * Server-to-client requests (an upstream's elicitation or sampling) are not relayed to 2026 clients
  * yet: they would be `input_required` results, which need the call to outlive its HTTP exchange.
@@ -92,6 +95,34 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
       return;
     }
     Readable.fromWeb(answer.body as WebReadableStream).pipe(response);
+  }
+
+  /**
+   * Answers one 2026 message that came another way than HTTP (a WebSocket frame), as if it had
+   * been POSTed: each message of its answer (one result, or a stream: progress, log messages,
+   * then the result; list changes for `subscriptions/listen`, until `signal` ends it), in order.
+   */
+  async *answer(message: JSONRPCRequest | JSONRPCNotification, principal: string, signal: AbortSignal): AsyncGenerator<JSONRPCMessage> {
+    const request = new Request('http://localhost/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...standardHeadersOf(message) },
+      body: JSON.stringify(message),
+      signal,
+    });
+    const answer = await this.handler.fetch(request, { authInfo: { token: '', clientId: principal, scopes: [], extra: { principal } } });
+    if (!answer.body) return;
+    if (!answer.headers.get('content-type')?.includes('text/event-stream')) {
+      const text = await answer.text();
+      if (text !== '') yield JSON.parse(text) as JSONRPCMessage;
+      return;
+    }
+    const events: JSONRPCMessage[] = [];
+    const parser = createParser({ onEvent: (event) => event.data !== '' && events.push(JSON.parse(event.data) as JSONRPCMessage) });
+    const decoder = new TextDecoder();
+    for await (const chunk of answer.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      yield* events.splice(0);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -168,15 +199,47 @@ async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A protocol version header the 2025 sessions do not speak, or the 2026 envelope's version key in a message's `_meta`. */
+/** The `_meta` of a message that carries the 2026 envelope (its protocol version key), else `undefined`. */
+export function modernEnvelopeOf(message: unknown): Record<string, unknown> | undefined {
+  const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta;
+  return meta !== null && typeof meta === 'object' && PROTOCOL_VERSION_META_KEY in meta ? (meta as Record<string, unknown>) : undefined;
+}
+
+/** The request fields the 2026 HTTP binding mirrors in `Mcp-Name` (SEP-2243), by method. */
+const MCP_NAME_SOURCE: Record<string, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
+/**
+ * The headers a 2026 client puts on a POST, from the message itself (SEP-2243): its protocol
+ * version, and for a request its method and the name it acts on; a name that is not plain
+ * printable ASCII goes as the binding's `=?base64?...?=`.
+ */
+function standardHeadersOf(message: JSONRPCRequest | JSONRPCNotification): Record<string, string> {
+  const version = modernEnvelopeOf(message)?.[PROTOCOL_VERSION_META_KEY];
+  const headers: Record<string, string> = typeof version === 'string' ? { 'mcp-protocol-version': version } : {};
+  if (!('id' in message)) return headers;
+  headers['mcp-method'] = message.method;
+  const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
+  const name = field === undefined ? undefined : (message.params as Record<string, unknown> | undefined)?.[field];
+  if (typeof name === 'string') {
+    const plain = name !== '' && name === name.trim() && /^[\x20-\x7e\t]*$/.test(name) && !(name.startsWith('=?base64?') && name.endsWith('?='));
+    headers['mcp-name'] = plain ? name : `=?base64?${Buffer.from(name, 'utf8').toString('base64')}?=`;
+  }
+  return headers;
+}
+
+/** A protocol version header the 2025 sessions do not speak, or the 2026 envelope in a message. */
 function namesModernRevision(request: ExpressRequest): boolean {
   const header = request.headers['mcp-protocol-version'];
   if (typeof header === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(header)) return true;
   const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
-  return messages.some((message) => {
-    const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta;
-    return meta !== null && typeof meta === 'object' && PROTOCOL_VERSION_META_KEY in meta;
-  });
+  return messages.some((message) => modernEnvelopeOf(message) !== undefined);
 }
 
 /** The Fetch API's view of an Express request whose body Express has read already (it goes to the SDK as `parsedBody`). */

@@ -1,4 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { newId } from '../../core/new-id';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
@@ -6,6 +8,7 @@ import type { AuthEnvelope, ClientEnvelope, MessageEnvelope } from '../dto/mcp.d
 import { MCP_REALM } from '../mcp.constants';
 import { Envelope, EnvelopeCloseCode, EnvelopeError, EnvelopeErrorCode, ServerEnvelope } from '../mcp.frames';
 import { DirectToolCalls } from './direct-tool-calls';
+import { ModernSocketRequests } from './modern-socket-requests';
 import { EnvelopeTransport } from './envelope.transport';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 import { CLOSE_TRY_AGAIN_LATER } from '../../core/ws/connection';
@@ -80,7 +83,11 @@ export class EnvelopeSession implements McpSocketSession {
     this.send(Envelope.authenticated(this.sessionId, this.context.mcp.info, this.context.settings.heartbeatIntervalMs));
     const scope = ToolCallScope.ofConnection(this.connection);
     const transport = new EnvelopeTransport(this.connection, this.sessionId);
-    transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, scope, (message) => void transport.send(message).catch(() => undefined)));
+    const send = (message: JSONRPCMessage) => void transport.send(message).catch(() => undefined);
+    transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, scope, send));
+    transport.answerModernRequestsWith(
+      new ModernSocketRequests(this.context.modern, this.connection.principal ?? ANONYMOUS_PRINCIPAL, this.context.maxCallsInFlight, send),
+    );
     this.transport = transport;
     this.server = this.context.mcp.createServer(scope);
     void this.server.connect(transport);

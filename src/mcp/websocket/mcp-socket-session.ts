@@ -2,12 +2,17 @@ import type { Logger } from '@nestjs/common';
 import type { GatewayConfig } from '../../config/gateway-config';
 import type { MessageAuthenticator } from '../../core/auth/message-authenticator';
 import type { McpService } from '../mcp.service';
+import type { ModernMcpEndpoint } from '../http/modern-mcp-endpoint';
 import type { EnvelopeError } from '../mcp.frames';
 
 /** What an MCP WebSocket session needs from the rest of the gateway. */
 export interface McpSessionContext {
   auth: MessageAuthenticator;
   mcp: McpService;
+  /** Answers the connection's 2026-07-28 messages. */
+  modern: ModernMcpEndpoint;
+  /** `WS_MAX_CALLS_IN_FLIGHT`, for the 2026 requests a connection runs at once. */
+  maxCallsInFlight: number;
   settings: GatewayConfig['mcp']['ws'];
   logger: Logger;
 }

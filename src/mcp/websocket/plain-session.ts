@@ -1,10 +1,12 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
 import { jsonRpcError, requestIdOf } from '../mcp.errors';
 import type { EnvelopeError } from '../mcp.frames';
 import { DirectToolCalls } from './direct-tool-calls';
+import { ModernSocketRequests } from './modern-socket-requests';
 import type { McpSessionContext, McpSocketSession } from './mcp-socket-session';
 import { PlainFrameTransport } from './plain-frame.transport';
 
@@ -26,7 +28,11 @@ export class PlainSession implements McpSocketSession {
     const scope = ToolCallScope.ofConnection(connection);
     this.transport = new PlainFrameTransport(connection);
     this.server = context.mcp.createServer(scope);
-    this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, scope, (message) => void this.transport.send(message).catch(() => undefined)));
+    const send = (message: JSONRPCMessage) => void this.transport.send(message).catch(() => undefined);
+    this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, scope, send));
+    this.transport.answerModernRequestsWith(
+      new ModernSocketRequests(context.modern, connection.principal ?? ANONYMOUS_PRINCIPAL, context.maxCallsInFlight, send),
+    );
     void this.server.connect(this.transport);
   }
 

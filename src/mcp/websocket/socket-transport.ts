@@ -4,6 +4,7 @@ import { compileFrameSchema } from '../../core/validation/frame-schema';
 import { jsonRpcMessageSchema } from '../dto/json-rpc.dto';
 import { unrepresentableIdProblem } from '../mcp.errors';
 import type { DirectToolCalls } from './direct-tool-calls';
+import type { ModernSocketRequests } from './modern-socket-requests';
 
 const isJsonRpcMessage = compileFrameSchema(jsonRpcMessageSchema);
 
@@ -26,6 +27,7 @@ export abstract class SocketTransport implements Transport {
   onmessage?: Transport['onmessage'];
   private closed = false;
   private direct?: DirectToolCalls;
+  private modern?: ModernSocketRequests;
 
   constructor(
     protected readonly connection: FrameSender,
@@ -39,6 +41,11 @@ export abstract class SocketTransport implements Transport {
     this.direct = direct;
   }
 
+  /** Answers the messages of the 2026-07-28 revision through `modern` rather than the 2025 session's SDK server. */
+  answerModernRequestsWith(modern: ModernSocketRequests): void {
+    this.modern = modern;
+  }
+
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.connection.send(this.frame(message))) throw new Error('MCP connection is closed');
   }
@@ -47,6 +54,7 @@ export abstract class SocketTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     this.direct?.stopAll();
+    this.modern?.stopAll();
     this.onclose?.();
   }
 
@@ -60,7 +68,7 @@ export abstract class SocketTransport implements Transport {
       return unrepresentableIdProblem(value) ?? 'not a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method" or "result"/"error", ...})';
     }
     const message = value as JSONRPCMessage;
-    if (!this.direct?.take(message)) this.onmessage?.(message);
+    if (!this.modern?.take(message) && !this.direct?.take(message)) this.onmessage?.(message);
     return undefined;
   }
 
