@@ -5,6 +5,7 @@ import { ToolError } from '../tools/tool-error';
 import type { InvokeOptions } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
 import { AUDIT_VALUE_MAX_CHARS, clipForAudit } from './audit-clip';
+import { ContextCatalogueService } from '../context/context-catalogue.service';
 import { AUDIT_LOG_CONTEXT, AuditService } from './audit.service';
 import { principalLabel } from './principal-label';
 
@@ -20,9 +21,28 @@ class CapturedLog implements LoggerService {
   }
 }
 
+/** A catalogue of one resource, for the lines of context requests. */
+function lampCatalogue(): ContextCatalogueService {
+  const catalogue = new ContextCatalogueService();
+  catalogue.set({
+    id: 'mcp:home',
+    label: 'home',
+    rank: 0,
+    resources: [{ uri: 'file:///lamp', name: 'lamp' }],
+    resourceTemplates: [],
+    prompts: [],
+    readResource: async (uri) => ({ contents: [{ uri, text: 'on' }] }),
+    getPrompt: async () => ({ messages: [] }),
+    complete: async () => ({ completion: { values: [] } }),
+    subscribe: async () => () => undefined,
+  });
+  return catalogue;
+}
+
 describe('AuditService', () => {
   let log: CapturedLog;
   let registry: ToolRegistryService;
+  let contexts: ContextCatalogueService;
 
   function start(settings: EnvironmentInput = {}): AuditService {
     const config = loadGatewayConfig({ SERVER_TOOL_TIMEOUT: '0.2', CLOUD_LOG_LEVEL: 'INFO', ...settings });
@@ -44,7 +64,8 @@ describe('AuditService', () => {
         throw new ToolError('the lamp is unplugged');
       },
     });
-    const audit = new AuditService(config, registry);
+    contexts = lampCatalogue();
+    const audit = new AuditService(config, registry, contexts);
     audit.onModuleInit();
     return audit;
   }
@@ -61,6 +82,17 @@ describe('AuditService', () => {
   afterEach(() => {
     registry.onModuleDestroy();
     Logger.overrideLogger(false);
+  });
+
+  it('writes a line per resource read, prompt and completion, found or not', async () => {
+    start();
+    const signal = new AbortController().signal;
+    await contexts.readResource('token:0123456789abcdef', 'file:///lamp', { signal });
+    await expect(contexts.readResource('token:0123456789abcdef', 'file:///door', { signal })).rejects.toThrow('Unknown resource');
+    expect(log.audit).toEqual([
+      { event: 'context_request', token: 'token#01234567', kind: 'resource', target: 'file:///lamp', outcome: 'ok', duration_ms: expect.any(Number) },
+      { event: 'context_request', token: 'token#01234567', kind: 'resource', target: 'file:///door', outcome: 'not_found', duration_ms: expect.any(Number) },
+    ]);
   });
 
   it('writes one structured line per tool call, under the Audit context, without arguments by default', async () => {

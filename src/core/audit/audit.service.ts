@@ -1,5 +1,7 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { ContextCatalogueService } from '../context/context-catalogue.service';
+import type { ContextRequest, ContextRequestWatcher } from '../context/context-source';
 import type { ToolOutcome } from '../tools/tool-definition';
 import type { InvokeOptions, PreparedToolCall, ToolCallWatch, ToolCallWatcher } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
@@ -8,6 +10,17 @@ import { PrincipalLike, principalLabel } from './principal-label';
 
 /** The logger context of every audit line, so operators can route them apart from the rest. */
 export const AUDIT_LOG_CONTEXT = 'Audit';
+
+/** One request for what an upstream offers besides tools: a resource read, a prompt, a completion (MCP). */
+export interface ContextRequestAuditLine {
+  event: 'context_request';
+  token: string;
+  kind: ContextRequest['kind'];
+  /** The URI, or the prompt's name (a completion's: what it completes). */
+  target: string;
+  outcome: string;
+  duration_ms: number;
+}
 
 /** One tool call, whatever the protocol and the tool's source. */
 export interface ToolCallAuditLine {
@@ -79,7 +92,7 @@ function asText(line: object): string {
  * `AUDIT_LOG=false`, or a log level above INFO, nothing is built at all.
  */
 @Injectable()
-export class AuditService implements ToolCallWatcher, OnModuleInit {
+export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnModuleInit {
   private readonly logger = new Logger(AUDIT_LOG_CONTEXT);
   /** Whether lines are written: audit on, and INFO lines let through. */
   readonly enabled: boolean;
@@ -89,6 +102,7 @@ export class AuditService implements ToolCallWatcher, OnModuleInit {
   constructor(
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     private readonly registry: ToolRegistryService,
+    @Optional() private readonly contextCatalogue?: ContextCatalogueService,
   ) {
     this.enabled = config.audit.enabled && config.server.logLevels.includes('log');
     this.withArguments = config.audit.withArguments;
@@ -96,11 +110,24 @@ export class AuditService implements ToolCallWatcher, OnModuleInit {
   }
 
   onModuleInit(): void {
-    if (this.enabled) this.registry.watch(this);
+    if (!this.enabled) return;
+    this.registry.watch(this);
+    this.contextCatalogue?.watch(this);
   }
 
   started(call: PreparedToolCall, options: InvokeOptions): ToolCallWatch {
     return { ended: (outcome) => this.toolCall(call, options, outcome) };
+  }
+
+  contextRequestEnded(request: ContextRequest, outcome: string, durationMs: number): void {
+    this.write({
+      event: 'context_request',
+      token: principalLabel(request.principal),
+      kind: request.kind,
+      target: clipForAudit(request.target),
+      outcome,
+      duration_ms: roundMs(durationMs),
+    });
   }
 
   /** Writes a turn's line. */
@@ -143,7 +170,7 @@ export class AuditService implements ToolCallWatcher, OnModuleInit {
     this.write(line);
   }
 
-  private write(line: ToolCallAuditLine | TurnAuditLine): void {
+  private write(line: ToolCallAuditLine | TurnAuditLine | ContextRequestAuditLine): void {
     this.logger.log(this.json ? line : asText(line));
   }
 }

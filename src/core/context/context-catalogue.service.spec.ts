@@ -1,6 +1,8 @@
 import type { Resource } from '@modelcontextprotocol/sdk/types.js';
 import type { AccessTokenService } from '../auth/access-token.service';
 import { FULL_ACCESS, Grant } from '../auth/grant';
+import type { RateLimitService } from '../limits/rate-limit.service';
+import { RateLimitedError } from '../limits/rate-limited.error';
 import { ContextCatalogueService } from './context-catalogue.service';
 import { ContextListKind, ContextSource, UnknownContextError } from './context-source';
 
@@ -40,7 +42,7 @@ describe('ContextCatalogueService', () => {
     catalogue.set(source('notes', 0, { resourceTemplates: [{ uriTemplate: 'notes://{id}', name: 'note' }] }));
     catalogue.set(source('broken', 1, { resourceTemplates: [{ uriTemplate: 'x://{', name: 'unparseable' }] }));
     expect(await catalogue.readResource(undefined, 'notes://42', { signal })).toEqual({ notes: 'notes://42' });
-    expect(() => catalogue.readResource(undefined, 'other://42', { signal })).toThrow(new UnknownContextError('resource', 'other://42'));
+    await expect(catalogue.readResource(undefined, 'other://42', { signal })).rejects.toThrow(new UnknownContextError('resource', 'other://42'));
     expect(catalogue.listResourceTemplates(undefined)).toHaveLength(2);
   });
 
@@ -52,13 +54,13 @@ describe('ContextCatalogueService', () => {
     expect(await catalogue.complete(undefined, { ref: { type: 'ref/resource', uri: 'a://{x}' }, argument: { name: 'x', value: '' } }, { signal })).toEqual({
       a: '{"type":"ref/resource","uri":"a://{x}"}',
     });
-    expect(() => catalogue.getPrompt(undefined, 'c.greet', undefined, { signal })).toThrow('Unknown prompt "c.greet"');
-    expect(() => catalogue.complete(undefined, { ref: { type: 'ref/resource', uri: 'z://{x}' }, argument: { name: 'x', value: '' } }, { signal })).toThrow(
-      'Unknown resource template "z://{x}"',
-    );
+    await expect(catalogue.getPrompt(undefined, 'c.greet', undefined, { signal })).rejects.toThrow('Unknown prompt "c.greet"');
+    await expect(
+      catalogue.complete(undefined, { ref: { type: 'ref/resource', uri: 'z://{x}' }, argument: { name: 'x', value: '' } }, { signal }),
+    ).rejects.toThrow('Unknown resource template "z://{x}"');
   });
 
-  it("narrows lists and requests to a named token's resources and prompts", () => {
+  it("narrows lists and requests to a named token's resources and prompts", async () => {
     const narrow: Grant = {
       ...FULL_ACCESS,
       name: 'narrow',
@@ -77,8 +79,30 @@ describe('ContextCatalogueService', () => {
     expect(catalogue.listResources('narrow').map((r) => r.uri)).toEqual(['file:///public/x']);
     expect(catalogue.listResourceTemplates('narrow')).toEqual([]);
     expect(catalogue.listPrompts('narrow').map((p) => p.name)).toEqual(['a.ok']);
-    expect(() => catalogue.readResource('narrow', 'file:///private/y', { signal })).toThrow(UnknownContextError);
-    expect(() => catalogue.getPrompt('narrow', 'a.secret', undefined, { signal })).toThrow(UnknownContextError);
+    await expect(catalogue.readResource('narrow', 'file:///private/y', { signal })).rejects.toThrow(UnknownContextError);
+    await expect(catalogue.getPrompt('narrow', 'a.secret', undefined, { signal })).rejects.toThrow(UnknownContextError);
+  });
+
+  it('counts each request against the rate limit, and tells its watchers how it ended', async () => {
+    let admitted = 0;
+    const rateLimits = {
+      admitToolCall: (principal?: string) => {
+        admitted += 1;
+        if (principal === 'over') throw new RateLimitedError('tool calls', 1, 60_000, 1000);
+      },
+    } as unknown as RateLimitService;
+    const catalogue = new ContextCatalogueService(undefined, rateLimits);
+    const ended: string[] = [];
+    catalogue.watch({ contextRequestEnded: (request, outcome) => ended.push(`${request.kind} ${request.target} ${outcome}`) });
+    catalogue.set(source('a', 0, { resources: [resource('file:///r')], prompts: [{ name: 'a.p' }] }));
+    await catalogue.readResource('me', 'file:///r', { signal });
+    await catalogue.getPrompt('me', 'a.p', undefined, { signal });
+    await expect(catalogue.readResource('me', 'file:///none', { signal })).rejects.toThrow(UnknownContextError);
+    await expect(catalogue.readResource('over', 'file:///r', { signal })).rejects.toThrow(RateLimitedError);
+    expect(admitted).toBe(4);
+    expect(ended).toEqual(['resource file:///r ok', 'prompt a.p ok', 'resource file:///none not_found', 'resource file:///r rate_limited']);
+    catalogue.listResources('over');
+    expect(admitted).toBe(4);
   });
 
   it('announces a list when a source replaces or withdraws entries of it, not when it offers none', () => {

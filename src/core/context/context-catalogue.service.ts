@@ -12,7 +12,9 @@ import type {
 import { Observable, Subject } from 'rxjs';
 import { AccessTokenService } from '../auth/access-token.service';
 import { FULL_ACCESS, Grant } from '../auth/grant';
-import { ContextListKind, ContextRequestOptions, ContextSource, UnknownContextError } from './context-source';
+import { RateLimitService } from '../limits/rate-limit.service';
+import { RateLimitedError } from '../limits/rate-limited.error';
+import { ContextListKind, ContextRequest, ContextRequestOptions, ContextRequestWatcher, ContextSource, UnknownContextError } from './context-source';
 
 /**
  * The resources, resource templates and prompts of every source (upstream MCP servers), as one
@@ -36,7 +38,18 @@ export class ContextCatalogueService {
   /** Each change of a list, to be announced to clients as `notifications/<kind>/list_changed`. */
   readonly changes: Observable<ContextListKind> = this.changeStream.asObservable();
 
-  constructor(@Optional() private readonly tokens?: AccessTokenService) {}
+  private readonly watchers: ContextRequestWatcher[] = [];
+
+  constructor(
+    @Optional() private readonly tokens?: AccessTokenService,
+    /** Counts reads, prompts and completions against the caller's `tool_calls_per_minute`, as tool calls are. */
+    @Optional() private readonly rateLimits?: RateLimitService,
+  ) {}
+
+  /** Adds a watcher of every request from now on (the audit log's lines). */
+  watch(watcher: ContextRequestWatcher): void {
+    this.watchers.push(watcher);
+  }
 
   /** Adds a source, or replaces what it offered; announces the lists that changed. */
   set(source: ContextSource): void {
@@ -108,7 +121,7 @@ export class ContextCatalogueService {
    * Throws {@link UnknownContextError} when none does or the caller may not read it.
    */
   readResource(principal: string | undefined, uri: string, options: ContextRequestOptions): Promise<ReadResourceResult> {
-    return this.resourceOwner(principal, uri).readResource(uri, options);
+    return this.admitted({ kind: 'resource', target: uri, principal }, () => this.resourceOwner(principal, uri).readResource(uri, options));
   }
 
   /** Calls `listener` at each update of `uri` (at the source that owns it, as for a read) until the returned function is called. */
@@ -126,19 +139,38 @@ export class ContextCatalogueService {
   }
 
   getPrompt(principal: string | undefined, name: string, args: Record<string, string> | undefined, options: ContextRequestOptions): Promise<GetPromptResult> {
-    return this.promptOwner(principal, name).getPrompt(name, args, options);
+    return this.admitted({ kind: 'prompt', target: name, principal }, () => this.promptOwner(principal, name).getPrompt(name, args, options));
   }
 
   /** Completion of a prompt's or a resource template's argument, by the source that offers it. */
   complete(principal: string | undefined, params: CompleteRequest['params'], options: ContextRequestOptions): Promise<CompleteResult> {
     const { ref } = params;
-    if (ref.type === 'ref/prompt') return this.promptOwner(principal, ref.name).complete(params, options);
-    const uriTemplate = ref.uri;
-    const owner = this.grantOf(principal).mayReadResource(uriTemplate)
-      ? this.ranked.find((source) => source.resourceTemplates.some((template) => template.uriTemplate === uriTemplate))
-      : undefined;
-    if (!owner) throw new UnknownContextError('resource template', uriTemplate);
-    return owner.complete(params, options);
+    const target = ref.type === 'ref/prompt' ? ref.name : ref.uri;
+    return this.admitted({ kind: 'completion', target, principal }, () => {
+      if (ref.type === 'ref/prompt') return this.promptOwner(principal, ref.name).complete(params, options);
+      const owner = this.grantOf(principal).mayReadResource(ref.uri)
+        ? this.ranked.find((source) => source.resourceTemplates.some((template) => template.uriTemplate === ref.uri))
+        : undefined;
+      if (!owner) throw new UnknownContextError('resource template', ref.uri);
+      return owner.complete(params, options);
+    });
+  }
+
+  /** Runs one request within the caller's rate limit, and tells the watchers how it ended. */
+  private async admitted<T>(request: ContextRequest, run: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const ended = (outcome: 'ok' | 'not_found' | 'rate_limited' | 'failed') => {
+      for (const watcher of this.watchers) watcher.contextRequestEnded(request, outcome, performance.now() - started);
+    };
+    try {
+      await this.rateLimits?.admitToolCall(request.principal);
+      const result = await run();
+      ended('ok');
+      return result;
+    } catch (error) {
+      ended(error instanceof UnknownContextError ? 'not_found' : error instanceof RateLimitedError ? 'rate_limited' : 'failed');
+      throw error;
+    }
   }
 
   private promptOwner(principal: string | undefined, name: string): ContextSource {

@@ -38,6 +38,19 @@ export interface ContextSource {
   subscribe(uri: string, listener: () => void): Promise<() => void>;
 }
 
+/** One request for what a source offers: a resource read, a prompt, a completion. */
+export interface ContextRequest {
+  kind: 'resource' | 'prompt' | 'completion';
+  /** The URI, the prompt's name, or what the completion is for (a prompt's name, a template). */
+  target: string;
+  principal?: string;
+}
+
+/** Sees each context request end: `ok`, `not_found`, `rate_limited` or `failed`. */
+export interface ContextRequestWatcher {
+  contextRequestEnded(request: ContextRequest, outcome: 'ok' | 'not_found' | 'rate_limited' | 'failed', durationMs: number): void;
+}
+
 /** Which of the context's lists changed. */
 export type ContextListKind = 'resources' | 'prompts';
 
