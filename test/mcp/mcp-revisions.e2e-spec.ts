@@ -38,6 +38,22 @@ describe('MCP revisions on /mcp: 2026-07-28 beside 2025-03-26', () => {
     return client;
   }
 
+  /** Registers `name` while `client` listens for tool changes: it must be told, and find the tool listed. */
+  async function expectToldOfNewTool(client: ModernClient, name: string): Promise<void> {
+    let changes = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => void (changes += 1));
+    const subscription = await client.listen({ toolsListChanged: true });
+    const registry = gateway.app.get(ToolRegistryService);
+    registry.register({ name, description: 'Appears while the client listens', inputSchema: { type: 'object' }, source: 'module', handler: () => 'ok' });
+    try {
+      await until(() => changes > 0, 5_000, 'notifications/tools/list_changed');
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain(name);
+    } finally {
+      registry.unregister(name);
+      await subscription.close();
+    }
+  }
+
   async function legacyClient(): Promise<Client> {
     const client = new Client({ name: 'legacy-e2e', version: '1.0.0' });
     const transport = new StreamableHTTPClientTransport(new URL(gateway.http('/mcp')), { requestInit: { headers } });
@@ -87,24 +103,8 @@ describe('MCP revisions on /mcp: 2026-07-28 beside 2025-03-26', () => {
 
   it('tells a 2026-07-28 client listening with subscriptions/listen when the tools change', async () => {
     const client = await modernClient();
-    let changes = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => void (changes += 1));
-    const subscription = await client.listen({ toolsListChanged: true });
-    const registry = gateway.app.get(ToolRegistryService);
-    registry.register({
-      name: 'revision_probe',
-      description: 'Appears while the client listens',
-      inputSchema: { type: 'object' },
-      source: 'module',
-      handler: () => 'ok',
-    });
-    try {
-      await until(() => changes > 0, 5_000, 'notifications/tools/list_changed');
-      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('revision_probe');
-    } finally {
-      registry.unregister('revision_probe');
-      await subscription.close();
-    }
+    await expectToldOfNewTool(client, 'revision_probe');
+    expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('revision_probe');
   });
 
   it("refuses an upstream's elicitation to a 2026-07-28 client with the reason, instead of hanging", async () => {
@@ -127,23 +127,7 @@ describe('MCP revisions on /mcp: 2026-07-28 beside 2025-03-26', () => {
       { onprogress: (progress) => steps.push(progress.progress) },
     );
     expect(steps.slice(0, 2)).toEqual([1, 2]);
-    let changes = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => void (changes += 1));
-    const subscription = await client.listen({ toolsListChanged: true });
-    const registry = gateway.app.get(ToolRegistryService);
-    registry.register({
-      name: 'socket_probe',
-      description: 'Appears while the socket listens',
-      inputSchema: { type: 'object' },
-      source: 'module',
-      handler: () => 'ok',
-    });
-    try {
-      await until(() => changes > 0, 5_000, 'notifications/tools/list_changed over the socket');
-    } finally {
-      registry.unregister('socket_probe');
-      await subscription.close();
-    }
+    await expectToldOfNewTool(client, 'socket_probe');
   });
 
   it('serves a 2025-03-26 client on the same path: initialize, a session, tools, resources and prompts', async () => {
