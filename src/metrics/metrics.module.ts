@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { CORE_OBSERVER } from '../core/observability/core-observer';
 import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
+import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { SessionService } from '../assistant/session/session.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
@@ -34,6 +35,7 @@ export class MetricsModule implements OnApplicationBootstrap {
    * injecting it into the metrics would make a cycle.
    */
   onApplicationBootstrap(): void {
+    this.modules.get(ContextCatalogueService, { strict: false }).watch(this.metrics);
     registerScrapeTimeMetrics(this.metrics.registry, {
       connections: this.modules.get(ConnectionRegistry, { strict: false }),
       sessions: this.modules.get(SessionService, { strict: false }),

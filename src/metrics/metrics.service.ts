@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { CoreObserver } from '../core/observability/core-observer';
+import type { ContextRequest, ContextRequestWatcher } from '../core/context/context-source';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
@@ -31,7 +32,7 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
  * the gateway's own (protocols, catalogue tools, error codes), never a client's.
  */
 @Injectable()
-export class MetricsService implements CoreObserver {
+export class MetricsService implements CoreObserver, ContextRequestWatcher {
   readonly registry = new Registry();
   private readonly toolCalls = new ToolCallMetrics(this.registry);
   private readonly frames = this.counter('gateway_frames_total', 'WebSocket frames handled, by protocol and outcome (ok, error)', ['protocol', 'outcome']);
@@ -54,6 +55,11 @@ export class MetricsService implements CoreObserver {
     ['outcome'],
   );
   private readonly firstTokens = this.histogram('gateway_llm_first_token_seconds', "Time from a model request to the model's first token", []).bind();
+  private readonly contextRequests = this.counter(
+    'gateway_mcp_context_requests_total',
+    'MCP requests for what upstreams offer besides tools, by kind (resource, prompt, completion) and outcome (ok, not_found, rate_limited, failed)',
+    ['kind', 'outcome'],
+  );
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -101,6 +107,11 @@ export class MetricsService implements CoreObserver {
     this.turns.bind(outcome).inc();
     this.turnDurations.observe(durationMs / 1000);
     if (firstSentenceMs !== undefined) this.firstSentences.observe(firstSentenceMs / 1000);
+  }
+
+  /** One resource read, prompt or completion (see `ContextCatalogueService`). */
+  contextRequestEnded(request: ContextRequest, outcome: string): void {
+    this.contextRequests.bind(request.kind, outcome).inc();
   }
 
   private counter(name: string, help: string, labelNames: string[]): BoundCounter {

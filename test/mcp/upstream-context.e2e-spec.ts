@@ -145,6 +145,19 @@ describe('Upstream resources and prompts through /mcp', () => {
     ).rejects.toMatchObject({ code: -32602 });
   });
 
+  it('counts reads, prompts and completions in the metrics, by kind and outcome', async () => {
+    const metrics = await (await fetch(gateway.http('/metrics'), { headers: { Authorization: `Bearer ${FULL_TOKEN}` } })).text();
+    for (const [kind, outcome] of [
+      ['resource', 'ok'],
+      ['resource', 'not_found'],
+      ['prompt', 'ok'],
+      ['prompt', 'not_found'],
+      ['completion', 'ok'],
+    ]) {
+      expect(metrics).toMatch(new RegExp(`gateway_mcp_context_requests_total\\{kind="${kind}",outcome="${outcome}"\\} [1-9]`));
+    }
+  });
+
   it('withdraws the resources of an upstream that goes away, and announces it', async () => {
     const mcp = await client();
     let announced = 0;
