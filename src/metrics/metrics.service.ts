@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { CoreObserver } from '../core/observability/core-observer';
-import type { ContextRequest, ContextRequestWatcher } from '../core/context/context-source';
+import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../core/context/context-source';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
@@ -110,8 +110,8 @@ export class MetricsService implements CoreObserver, ContextRequestWatcher {
   }
 
   /** One resource read, prompt or completion (see `ContextCatalogueService`). */
-  contextRequestEnded(request: ContextRequest, outcome: string): void {
-    this.contextRequests.bind(request.kind, outcome).inc();
+  contextRequestStarted(request: ContextRequest): ContextRequestWatch {
+    return { ended: (outcome) => this.contextRequests.bind(request.kind, outcome).inc() };
   }
 
   private counter(name: string, help: string, labelNames: string[]): BoundCounter {

@@ -14,10 +14,17 @@ import {
 import type { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import type { ContextListKind, ContextRequestOptions, ContextSource } from '../core/context/context-source';
 import { redactStrings } from '../core/logging/redact';
+import { activeTraceMeta } from '../core/tracing/trace-context';
 import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import { describeUpstreamError } from './upstream-errors';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 import type { UpstreamLinkState } from './upstream-tool-sync';
+
+/** The active span (the request's, when traced) as the upstream's parent, in `_meta`, as a tool call sends it. */
+function traced(): { _meta?: Record<string, string> } {
+  const meta = activeTraceMeta();
+  return meta ? { _meta: meta } : {};
+}
 
 /** Most pages read of one list: a bound on a server that pages forever. */
 const MAX_PAGES = 100;
@@ -174,10 +181,10 @@ export class UpstreamContextSync {
       resources: this.resources,
       resourceTemplates: this.resourceTemplates,
       prompts: this.prompts,
-      readResource: (uri, options) => this.send(options, (client, sdk) => client.readResource({ uri }, sdk)),
+      readResource: (uri, options) => this.send(options, (client, sdk) => client.readResource({ uri, ...traced() }, sdk)),
       getPrompt: (name, args, options) =>
-        this.send(options, (client, sdk) => client.getPrompt({ name: this.promptNames.get(name) ?? name, ...(args && { arguments: args }) }, sdk)),
-      complete: (params, options) => this.send(options, (client, sdk) => client.complete(this.upstreamRef(params), sdk)),
+        this.send(options, (client, sdk) => client.getPrompt({ name: this.promptNames.get(name) ?? name, ...(args && { arguments: args }), ...traced() }, sdk)),
+      complete: (params, options) => this.send(options, (client, sdk) => client.complete({ ...this.upstreamRef(params), ...traced() }, sdk)),
       subscribe: (uri, listener) => this.subscribe(uri, listener),
     };
     this.catalogue.set(source);

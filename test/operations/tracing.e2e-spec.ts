@@ -88,6 +88,7 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
     turn: clientSpan(),
     mcpHttp: clientSpan(),
     mcpMeta: clientSpan(),
+    mcpRead: clientSpan(),
     liteHttp: clientSpan(),
     liteWs: clientSpan(),
     utcp: clientSpan(),
@@ -108,6 +109,7 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
         },
       },
     ]);
+    home.resources.set('home://lights/kitchen', 'on');
     file = serversFile({ home: { url: home.url(), headers: { Authorization: `Bearer ${UPSTREAM_TOKEN}` } } });
     gateway = await startTraced({
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
@@ -152,6 +154,14 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
     );
     await overHttp.callTool({ name: 'home.set_light', arguments: { room: 'hall' } });
     await overHttp.close();
+    const reader = new Client({ name: 'trace-e2e', version: '1.0.0' });
+    await reader.connect(
+      new StreamableHTTPClientTransport(new URL(url('/mcp')), {
+        requestInit: { headers: { Authorization: `Bearer ${MCP_TOKEN}`, traceparent: clients.mcpRead.traceparent } },
+      }),
+    );
+    expect((await reader.readResource({ uri: 'home://lights/kitchen' })).contents).toEqual([{ uri: 'home://lights/kitchen', text: 'on' }]);
+    await reader.close();
     const overWs = new Client({ name: 'trace-e2e', version: '1.0.0' });
     await overWs.connect(new WebSocketClientTransport(new URL(url(`/mcp?token=${MCP_TOKEN}`, 'ws'))));
     expect((await overWs.callTool({ name: 'calculator', arguments: { a: 4, b: 5 }, _meta: { traceparent: clients.mcpMeta.traceparent } })).content).toEqual([
@@ -249,6 +259,13 @@ describe('OpenTelemetry traces, received by an OTLP/HTTP (JSON) endpoint', () =>
     expect(span.parentSpanId).toBe(clients.mcpHttp.spanId);
     expect(span.attributes).toMatchObject({ 'gateway.protocol': 'mcp', 'gateway.tool.source': 'mcp:home' });
     expect(upstreamMeta[1]).toMatchObject({ traceparent: `00-${clients.mcpHttp.traceId}-${span.spanId}-01` });
+  });
+
+  it("makes an upstream's resource read a span of its own, child of the client's, and passes it upstream", () => {
+    const span = receiver.span('mcp.resource home://lights/kitchen', inTrace(clients.mcpRead.traceId));
+    expect(span.parentSpanId).toBe(clients.mcpRead.spanId);
+    expect(span.attributes).toMatchObject({ 'gateway.protocol': 'mcp', 'gateway.mcp.request': 'resource', 'gateway.outcome': 'ok' });
+    expect(home.readMeta.at(-1)).toMatchObject({ traceparent: `00-${clients.mcpRead.traceId}-${span.spanId}-01` });
   });
 
   it('makes an MCP tools/call over WebSocket a child of params._meta.traceparent, and ignores a malformed one', () => {

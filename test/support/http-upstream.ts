@@ -7,8 +7,10 @@ import {
   CallToolRequestSchema,
   CallToolResult,
   ErrorCode,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   ServerNotification,
   ServerRequest,
   Tool,
@@ -39,6 +41,10 @@ export interface UpstreamTool {
  */
 export class HttpUpstream {
   readonly tools = new Map<string, UpstreamTool>();
+  /** Text resources by URI, served when there are any (set before the gateway connects). */
+  readonly resources = new Map<string, string>();
+  /** The `_meta` of every resource read it answered. */
+  readonly readMeta: (Record<string, unknown> | undefined)[] = [];
   /** Every request the upstream received, with its headers. */
   readonly requests: IncomingMessage[] = [];
   private readonly servers = new Set<Server>();
@@ -112,7 +118,19 @@ export class HttpUpstream {
   }
 
   private newServer(): Server {
-    const server = new Server({ name: 'test-home', version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
+    const server = new Server(
+      { name: 'test-home', version: '1.0.0' },
+      {
+        capabilities: { tools: { listChanged: true }, logging: {}, ...(this.resources.size > 0 && { resources: {} }) },
+      },
+    );
+    if (this.resources.size > 0) {
+      server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...this.resources.keys()].map((uri) => ({ uri, name: uri })) }));
+      server.setRequestHandler(ReadResourceRequestSchema, ({ params }) => {
+        this.readMeta.push(params._meta);
+        return { contents: [{ uri: params.uri, text: this.resources.get(params.uri) ?? '' }] };
+      });
+    }
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...this.tools.values()].map((entry) => entry.tool) }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const entry = this.tools.get(request.params.name);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ContextCatalogueService } from '../context/context-catalogue.service';
-import type { ContextRequest, ContextRequestWatcher } from '../context/context-source';
+import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../context/context-source';
 import type { ToolOutcome } from '../tools/tool-definition';
 import type { InvokeOptions, PreparedToolCall, ToolCallWatch, ToolCallWatcher } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
@@ -119,15 +119,18 @@ export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnM
     return { ended: (outcome) => this.toolCall(call, options, outcome) };
   }
 
-  contextRequestEnded(request: ContextRequest, outcome: string, durationMs: number): void {
-    this.write({
-      event: 'context_request',
-      token: principalLabel(request.principal),
-      kind: request.kind,
-      target: clipForAudit(request.target),
-      outcome,
-      duration_ms: roundMs(durationMs),
-    });
+  contextRequestStarted(request: ContextRequest): ContextRequestWatch {
+    return {
+      ended: (outcome, durationMs) =>
+        this.write({
+          event: 'context_request',
+          token: principalLabel(request.principal),
+          kind: request.kind,
+          target: clipForAudit(request.target),
+          outcome,
+          duration_ms: roundMs(durationMs),
+        }),
+    };
   }
 
   /** Writes a turn's line. */

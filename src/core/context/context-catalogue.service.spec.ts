@@ -93,7 +93,7 @@ describe('ContextCatalogueService', () => {
     } as unknown as RateLimitService;
     const catalogue = new ContextCatalogueService(undefined, rateLimits);
     const ended: string[] = [];
-    catalogue.watch({ contextRequestEnded: (request, outcome) => ended.push(`${request.kind} ${request.target} ${outcome}`) });
+    catalogue.watch({ contextRequestStarted: (request) => ({ ended: (outcome) => ended.push(`${request.kind} ${request.target} ${outcome}`) }) });
     catalogue.set(source('a', 0, { resources: [resource('file:///r')], prompts: [{ name: 'a.p' }] }));
     await catalogue.readResource('me', 'file:///r', { signal });
     await catalogue.getPrompt('me', 'a.p', undefined, { signal });

@@ -14,7 +14,15 @@ import { AccessTokenService } from '../auth/access-token.service';
 import { FULL_ACCESS, Grant } from '../auth/grant';
 import { RateLimitService } from '../limits/rate-limit.service';
 import { RateLimitedError } from '../limits/rate-limited.error';
-import { ContextListKind, ContextRequest, ContextRequestOptions, ContextRequestWatcher, ContextSource, UnknownContextError } from './context-source';
+import {
+  ContextListKind,
+  ContextRequest,
+  ContextRequestOptions,
+  ContextRequestOutcome,
+  ContextRequestWatcher,
+  ContextSource,
+  UnknownContextError,
+} from './context-source';
 
 /**
  * The resources, resource templates and prompts of every source (upstream MCP servers), as one
@@ -156,15 +164,22 @@ export class ContextCatalogueService {
     });
   }
 
-  /** Runs one request within the caller's rate limit, and tells the watchers how it ended. */
+  /** Runs one request within the caller's rate limit, inside its watchers (a trace span), and tells them how it ended. */
   private async admitted<T>(request: ContextRequest, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
-    const ended = (outcome: 'ok' | 'not_found' | 'rate_limited' | 'failed') => {
-      for (const watcher of this.watchers) watcher.contextRequestEnded(request, outcome, performance.now() - started);
+    const watches = this.watchers.map((watcher) => watcher.contextRequestStarted(request));
+    const ended = (outcome: ContextRequestOutcome) => {
+      for (const watch of watches) watch.ended(outcome, performance.now() - started);
     };
+    const inside = watches.reduce<() => Promise<T>>(
+      (inner, watch) => (watch.within ? () => watch.within!(inner) : inner),
+      async () => {
+        await this.rateLimits?.admitToolCall(request.principal);
+        return run();
+      },
+    );
     try {
-      await this.rateLimits?.admitToolCall(request.principal);
-      const result = await run();
+      const result = await inside();
       ended('ok');
       return result;
     } catch (error) {

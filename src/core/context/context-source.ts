@@ -46,9 +46,18 @@ export interface ContextRequest {
   principal?: string;
 }
 
-/** Sees each context request end: `ok`, `not_found`, `rate_limited` or `failed`. */
+/** How a context request ended. */
+export type ContextRequestOutcome = 'ok' | 'not_found' | 'rate_limited' | 'failed';
+
+/** One request, watched: `within` runs it (a trace span's context, so what it sends upstream is the span's child), `ended` says how it ended. */
+export interface ContextRequestWatch {
+  within?<T>(run: () => T): T;
+  ended(outcome: ContextRequestOutcome, durationMs: number): void;
+}
+
+/** Sees each context request start and end: the audit log, the metrics, the traces. */
 export interface ContextRequestWatcher {
-  contextRequestEnded(request: ContextRequest, outcome: 'ok' | 'not_found' | 'rate_limited' | 'failed', durationMs: number): void;
+  contextRequestStarted(request: ContextRequest): ContextRequestWatch;
 }
 
 /** Which of the context's lists changed. */

@@ -8,6 +8,8 @@ import { principalLabel, PrincipalLike } from '../audit/principal-label';
 import type { ToolOutcome } from '../tools/tool-definition';
 import type { InvokeOptions, PreparedToolCall, ToolCallWatch, ToolCallWatcher } from '../tools/tool-invoker';
 import { ToolRegistryService } from '../tools/tool-registry.service';
+import { ContextCatalogueService } from '../context/context-catalogue.service';
+import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../context/context-source';
 import { GATEWAY_VERSION } from '../version';
 import { otlpTraceExporter } from './otlp-exporter';
 
@@ -73,7 +75,7 @@ function ensureContextManager(): void {
  * OpenTelemetry setup (or a second gateway in the same process) is left alone.
  */
 @Injectable()
-export class TracingService implements ToolCallWatcher, OnModuleInit, OnApplicationShutdown {
+export class TracingService implements ToolCallWatcher, ContextRequestWatcher, OnModuleInit, OnApplicationShutdown {
   private readonly provider?: NodeTracerProvider;
   private readonly tracer?: Tracer;
   private readonly model: string;
@@ -82,6 +84,7 @@ export class TracingService implements ToolCallWatcher, OnModuleInit, OnApplicat
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     private readonly registry: ToolRegistryService,
     @Optional() @Inject(TRACE_SPAN_EXPORTER) exporter?: SpanExporter,
+    @Optional() private readonly contextCatalogue?: ContextCatalogueService,
   ) {
     this.model = config.llm.model;
     const { tracing } = config;
@@ -99,7 +102,9 @@ export class TracingService implements ToolCallWatcher, OnModuleInit, OnApplicat
   }
 
   onModuleInit(): void {
-    if (this.tracer) this.registry.watch(this);
+    if (!this.tracer) return;
+    this.registry.watch(this);
+    this.contextCatalogue?.watch(this);
   }
 
   /** A turn's span, child of the active context (the client's, from its upgrade request). */
@@ -151,6 +156,23 @@ export class TracingService implements ToolCallWatcher, OnModuleInit, OnApplicat
     return {
       within: (run) => context.with(active, run),
       ended: (outcome: ToolOutcome) => (outcome.ok ? endSpan(span) : endSpan(span, outcome.code, { code: outcome.code, message: outcome.message })),
+    };
+  }
+
+  /** A resource read, prompt or completion's span, child of the active context; what it sends upstream is its child. */
+  contextRequestStarted(request: ContextRequest): ContextRequestWatch {
+    const parent = context.active();
+    const attributes: Attributes = {
+      'gateway.mcp.request': request.kind,
+      'gateway.mcp.target': request.target,
+      [TRACE_ATTRIBUTES.protocol]: 'mcp',
+      [TRACE_ATTRIBUTES.token]: principalLabel(request.principal),
+    };
+    const span = this.tracer!.startSpan(`mcp.${request.kind} ${request.target}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+    const active = trace.setSpan(parent, span);
+    return {
+      within: (run) => context.with(active, run),
+      ended: (outcome) => (outcome === 'ok' ? endSpan(span) : endSpan(span, outcome, { code: outcome })),
     };
   }
 
