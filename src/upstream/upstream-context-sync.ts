@@ -15,6 +15,7 @@ import type { ContextCatalogueService } from '../core/context/context-catalogue.
 import type { ContextListKind, ContextRequestOptions, ContextSource } from '../core/context/context-source';
 import { redactStrings } from '../core/logging/redact';
 import { activeTraceMeta } from '../core/tracing/trace-context';
+import { allPages } from './all-pages';
 import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import { describeUpstreamError } from './upstream-errors';
 import type { UpstreamServerConfig } from './upstream-servers.config';
@@ -24,13 +25,6 @@ import type { UpstreamLinkState } from './upstream-tool-sync';
 function traced(): { _meta?: Record<string, string> } {
   const meta = activeTraceMeta();
   return meta ? { _meta: meta } : {};
-}
-
-/** Most pages read of one list: a bound on a server that pages forever. */
-const MAX_PAGES = 100;
-
-interface Page {
-  nextCursor?: string;
 }
 
 /**
@@ -140,16 +134,16 @@ export class UpstreamContextSync {
     const options = { timeout: this.server.connectTimeoutMs };
     try {
       if (kind === 'resources') {
-        this.resources = await this.allPages(
+        this.resources = await allPages(
           (cursor) => client.listResources(cursor, options),
           (page) => page.resources,
         );
-        this.resourceTemplates = await this.allPages(
+        this.resourceTemplates = await allPages(
           (cursor) => client.listResourceTemplates(cursor, options),
           (page) => page.resourceTemplates,
         );
       } else {
-        const prompts = await this.allPages(
+        const prompts = await allPages(
           (cursor) => client.listPrompts(cursor, options),
           (page) => page.prompts,
         );
@@ -159,18 +153,6 @@ export class UpstreamContextSync {
     } catch (error) {
       this.logger.warn(`${this.label}: could not read its ${kind}: ${this.redact(describeUpstreamError(error))}`);
     }
-  }
-
-  private async allPages<P extends Page, T>(list: (params: { cursor: string } | undefined) => Promise<P>, items: (page: P) => T[]): Promise<T[]> {
-    const all: T[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await list(cursor === undefined ? undefined : { cursor });
-      all.push(...items(result));
-      cursor = result.nextCursor;
-      if (cursor === undefined) break;
-    }
-    return all;
   }
 
   private publish(): void {

@@ -7,15 +7,13 @@ import type { ToolCaller, ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { activeTraceMeta } from '../core/tracing/trace-context';
+import { allPages } from './all-pages';
 import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import { describeUpstreamError } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 import type { UpstreamCallers } from './upstream-callers';
 import { redactStrings } from '../core/logging/redact';
-
-/** Most `tools/list` pages read from one upstream: a bound on a server that pages forever. */
-const MAX_TOOL_PAGES = 100;
 
 const SDK_TIMEOUT_MARGIN_MS = 1000;
 
@@ -71,16 +69,11 @@ export class UpstreamToolSync {
   }
 
   /** Every tool the upstream offers, all pages. */
-  async list(client: Client): Promise<Tool[]> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.server.connectTimeoutMs });
-      tools.push(...result.tools);
-      cursor = result.nextCursor;
-      if (cursor === undefined) break;
-    }
-    return tools;
+  list(client: Client): Promise<Tool[]> {
+    return allPages(
+      (cursor) => client.listTools(cursor, { timeout: this.server.connectTimeoutMs }),
+      (page) => page.tools,
+    );
   }
 
   /**
