@@ -21,8 +21,6 @@ export interface PendingCallback {
  */
 /** A question waiting for the user's spoken answer. */
 export interface PendingQuestion {
-  /** The turn that asked it. */
-  turnId: string;
   answer(words: string): void;
 }
 

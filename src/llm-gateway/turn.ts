@@ -295,7 +295,6 @@ export class Turn {
         reject(new Error('The question was withdrawn before the user answered'));
       };
       const pending = {
-        turnId: this.id,
         answer: (words: string) => {
           settle();
           resolve(words);
