@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { TooManyCallsError } from '../core/limits/calls-in-flight';
+import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { describeException } from '../core/errors/describe-exception';
 import type { GatewayErrorCode } from '../core/errors/gateway-error';
 import { FrameRejection } from '../core/ws/frame-rejection';
@@ -43,6 +45,12 @@ export function unrepresentableIdProblem(value: unknown): string | undefined {
  * HTTP's 429); `data.retry_after_s` is the wait.
  */
 export const RATE_LIMITED_ERROR = -32029;
+
+/** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */
+export function limitAsMcpError(error: unknown): unknown {
+  if (error instanceof RateLimitedError) return new McpError(RATE_LIMITED_ERROR, error.message, error.wait);
+  return error instanceof TooManyCallsError ? new McpError(RATE_LIMITED_ERROR, error.message) : error;
+}
 
 /** JSON-RPC's implementation-defined server error, which the SDK's HTTP transport uses for HTTP-level refusals. */
 export const SERVER_ERROR = -32000;

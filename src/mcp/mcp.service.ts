@@ -5,6 +5,7 @@ import {
   CallToolResult,
   CallToolRequest,
   CallToolRequestSchema,
+  CompleteRequest,
   CompleteRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
@@ -25,8 +26,6 @@ import {
 import { filter, Subscription } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../core/auth/access-token.service';
-import { TooManyCallsError } from '../core/limits/calls-in-flight';
-import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { ToolCallScope } from '../core/tools/tool-call-scope';
@@ -37,15 +36,31 @@ import { ContextCatalogueService } from '../core/context/context-catalogue.servi
 import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context';
 import { GATEWAY_VERSION } from '../core/version';
 import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
-import { RATE_LIMITED_ERROR } from './mcp.errors';
+import { limitAsMcpError } from './mcp.errors';
 import { mcpToolCaller, SessionLogLevel } from './mcp-tool-caller';
 import { ResourceSubscriptions } from './resource-subscriptions';
 import { answeredAsMcp } from './context-errors';
 import { McpTasks } from './tasks/mcp-tasks.service';
+import { toCallToolResult, toMcpTool } from './mcp.mapper';
+
+/** The requests for the upstreams' context, by method, with the schema the SDK 1.x server parses each with. */
+const CONTEXT_REQUESTS = {
+  'resources/list': ListResourcesRequestSchema,
+  'resources/templates/list': ListResourceTemplatesRequestSchema,
+  'resources/read': ReadResourceRequestSchema,
+  'prompts/list': ListPromptsRequestSchema,
+  'prompts/get': GetPromptRequestSchema,
+  'completion/complete': CompleteRequestSchema,
+} as const;
+
+/** A request for the upstreams' context (see {@link McpService.answerContext}). */
+export type ContextMethod = keyof typeof CONTEXT_REQUESTS;
+
+/** Every method of {@link CONTEXT_REQUESTS}, for servers that register handlers by method. */
+export const CONTEXT_METHODS = Object.keys(CONTEXT_REQUESTS) as ContextMethod[];
 
 /** MCP tasks as the gateway serves them: `tools/call` as a task, `tasks/list` and `tasks/cancel` (revision 2025-11-25). */
 const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-import { toCallToolResult, toMcpTool } from './mcp.mapper';
 
 /**
  * `tools/call` with any params. The SDK parses a request against the handler's schema before its
@@ -166,25 +181,37 @@ export class McpService {
 
   /**
    * Resources, resource templates, prompts and completions of the upstream MCP servers (served
-   * when `MCP_SERVERS_FILE` is set, to every session but a device's own server), as the
-   * caller's grant lets it see them (see {@link ContextCatalogueService}); the requests go to the
-   * upstream with the caller's cancellation.
+   * when `MCP_SERVERS_FILE` is set, to every session but a device's own server).
    */
   private serveContext(server: Server, scope: ToolCallScope): void {
+    for (const [method, schema] of Object.entries(CONTEXT_REQUESTS) as [ContextMethod, (typeof CONTEXT_REQUESTS)[ContextMethod]][]) {
+      server.setRequestHandler(schema, (request, extra) => this.answerContext(method, request.params, scope.principal, extra.signal) as never);
+    }
+  }
+
+  /**
+   * One request for the upstreams' context as MCP answers it, whatever the revision: what the
+   * caller's grant lets it see (see {@link ContextCatalogueService}), the request sent upstream
+   * with the caller's cancellation, its refusals in MCP's words.
+   */
+  answerContext(method: ContextMethod, params: unknown, principal: string | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
     const catalogue = this.contextCatalogue;
-    const { principal } = scope;
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: catalogue.listResources(principal) }));
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: catalogue.listResourceTemplates(principal) }));
-    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      answeredAsMcp(() => catalogue.readResource(principal, request.params.uri, { signal: extra.signal })),
-    );
-    server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: catalogue.listPrompts(principal) }));
-    server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-      answeredAsMcp(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, { signal: extra.signal })),
-    );
-    server.setRequestHandler(CompleteRequestSchema, (request, extra) =>
-      answeredAsMcp(() => catalogue.complete(principal, request.params, { signal: extra.signal })),
-    );
+    const options = { signal };
+    const request = params as { uri: string; name: string; arguments?: Record<string, string> };
+    switch (method) {
+      case 'resources/list':
+        return Promise.resolve({ resources: catalogue.listResources(principal) });
+      case 'resources/templates/list':
+        return Promise.resolve({ resourceTemplates: catalogue.listResourceTemplates(principal) });
+      case 'prompts/list':
+        return Promise.resolve({ prompts: catalogue.listPrompts(principal) });
+      case 'resources/read':
+        return answeredAsMcp(() => catalogue.readResource(principal, request.uri, options));
+      case 'prompts/get':
+        return answeredAsMcp(() => catalogue.getPrompt(principal, request.name, request.arguments, options));
+      case 'completion/complete':
+        return answeredAsMcp(() => catalogue.complete(principal, params as CompleteRequest['params'], options));
+    }
   }
 
   /**
@@ -201,9 +228,9 @@ export class McpService {
     try {
       result = thenMaybe(this.toolCalls.run(scope, prepared, controls), (outcome) => toCallToolResult(tool, outcome));
     } catch (error) {
-      throw asMcpError(error);
+      throw limitAsMcpError(error);
     }
-    return isPromise(result) ? result.catch((error: unknown) => Promise.reject(asMcpError(error))) : result;
+    return isPromise(result) ? result.catch((error: unknown) => Promise.reject(limitAsMcpError(error))) : result;
   }
 
   /** A `tools/call` as MCP answers it, within `scope`; `asNamed` is the name the client used (a device server's view renames its tools). */
@@ -222,12 +249,6 @@ export interface McpToolView {
   list(): ToolDefinition[];
   /** The catalogue's name of the tool this server calls `name`; `undefined` for none. */
   catalogueName(name: string): string | undefined;
-}
-
-/** A rate limit or a full connection as MCP says it: a JSON-RPC error, with the wait in `data` when there is one; anything else as it was. */
-function asMcpError(error: unknown): unknown {
-  if (error instanceof RateLimitedError) return new McpError(RATE_LIMITED_ERROR, error.message, error.wait);
-  return error instanceof TooManyCallsError ? new McpError(RATE_LIMITED_ERROR, error.message) : error;
 }
 
 /**

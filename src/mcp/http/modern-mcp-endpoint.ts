@@ -1,10 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, LoggingLevel, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import {
   createMcpHandler,
   isLegacyRequest,
+  LOG_LEVEL_META_KEY,
   McpHttpHandler,
+  PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   Server,
   ServerCapabilities as ModernCapabilities,
@@ -23,16 +25,12 @@ import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
-import { answeredAsMcp } from '../context-errors';
 import { MCP_PROTOCOL } from '../mcp.constants';
-import { McpService } from '../mcp.service';
+import { CONTEXT_METHODS, McpService } from '../mcp.service';
+import { SessionLogLevel } from '../mcp-tool-caller';
 
 /** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
-export const MODERN_PROTOCOL_VERSION = '2026-07-28';
-
-const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
-const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
-const SEVERITY = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
 /**
  * MCP's 2026-07-28 revision on `/mcp`, beside the sessionful 2025 revisions: no `initialize` and
@@ -57,7 +55,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly mcp: McpService,
     registry: ToolRegistryService,
-    private readonly catalogue: ContextCatalogueService,
+    catalogue: ContextCatalogueService,
   ) {
     this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
       // The body arrives parsed, within the gateway's own body limit.
@@ -84,10 +82,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     const principal = request.principal ?? ANONYMOUS_PRINCIPAL;
     const aborted = new AbortController();
     response.once('close', () => aborted.abort());
-    const answer = await this.handler.fetch(webRequestOf(request, aborted.signal), {
-      parsedBody: request.body,
-      authInfo: { token: '', clientId: principal, scopes: [], extra: { principal } },
-    });
+    const answer = await this.handler.fetch(webRequestOf(request, aborted.signal), { parsedBody: request.body, authInfo: authInfoOf(principal) });
     response.status(answer.status);
     answer.headers.forEach((value, name) => response.setHeader(name, value));
     if (!answer.body) {
@@ -109,7 +104,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
       body: JSON.stringify(message),
       signal,
     });
-    const answer = await this.handler.fetch(request, { authInfo: { token: '', clientId: principal, scopes: [], extra: { principal } } });
+    const answer = await this.handler.fetch(request, { authInfo: authInfoOf(principal) });
     if (!answer.body) return;
     if (!answer.headers.get('content-type')?.includes('text/event-stream')) {
       const text = await answer.text();
@@ -151,21 +146,14 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     return server;
   }
 
+  /** The upstreams' context, as every MCP session serves it ({@link McpService.answerContext}). */
   private serveContext(server: Server, principal: string): void {
-    const { catalogue } = this;
-    const options = (context: ServerContext) => ({ signal: context.mcpReq.signal });
-    server.setRequestHandler('resources/list', () => ({ resources: catalogue.listResources(principal) }));
-    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: catalogue.listResourceTemplates(principal) }));
-    server.setRequestHandler('resources/read', (request, context) =>
-      inSdk2Words(() => answeredAsMcp(() => catalogue.readResource(principal, request.params.uri, options(context)))),
-    );
-    server.setRequestHandler('prompts/list', () => ({ prompts: catalogue.listPrompts(principal) }));
-    server.setRequestHandler('prompts/get', (request, context) =>
-      inSdk2Words(() => answeredAsMcp(() => catalogue.getPrompt(principal, request.params.name, request.params.arguments, options(context)))),
-    );
-    server.setRequestHandler('completion/complete', (request, context) =>
-      inSdk2Words(() => answeredAsMcp(() => catalogue.complete(principal, request.params as never, options(context)))),
-    );
+    for (const method of CONTEXT_METHODS) {
+      server.setRequestHandler(
+        method,
+        (request, context) => inSdk2Words(() => this.mcp.answerContext(method, request.params, principal, context.mcpReq.signal)) as never,
+      );
+    }
   }
 }
 
@@ -179,14 +167,21 @@ function modernCaller(context: ServerContext): ToolCaller {
   const progressToken = mcpReq._meta?.progressToken;
   const level = (mcpReq.envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY];
   const notify = (method: string, params: Record<string, unknown>) => mcpReq.notify({ method, params } as never).catch(() => undefined);
+  const threshold = new SessionLogLevel();
+  if (typeof level === 'string') threshold.set(level as LoggingLevel);
   return {
     ...(progressToken !== undefined && { progress: (update) => notify('notifications/progress', { ...update, progressToken }) }),
     ...(typeof level === 'string' && {
       log: async (message) => {
-        if (SEVERITY.indexOf(message.level) >= SEVERITY.indexOf(level)) await notify('notifications/message', message);
+        if (threshold.admits(message.level)) await notify('notifications/message', message);
       },
     }),
   };
+}
+
+/** Who the guards authenticated, as the SDK hands it to the server factory. */
+function authInfoOf(principal: string) {
+  return { token: '', clientId: principal, scopes: [], extra: { principal } };
 }
 
 /** The answer of `request`, an MCP error of SDK 1.x (the gateway's core speaks it) made SDK 2.x's, so its code and words reach the client. */
