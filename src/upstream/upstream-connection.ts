@@ -166,14 +166,14 @@ export class UpstreamConnection implements UpstreamLinkState {
       const client = await this.connectClient();
       this.listStale = false;
       const tools = await this.tools.list(client);
+      await this.contextSync.load(client);
       if (this.stopped) return;
       this.state = 'connected';
       this.connectedSince = Date.now();
       this.failures = 0;
       this.tools.sync(tools);
+      this.contextSync.connected(client);
       if (this.listStale) this.tools.queueRefresh(client);
-      await this.contextSync.load(client);
-      if (this.stopped || client !== this.client) return;
       const count = this.tools.count;
       const how = `${this.link!.kind}, ${count} tool${count === 1 ? '' : 's'}`;
       if (this.everConnected) {

@@ -67,14 +67,13 @@ export class UpstreamContextSync {
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, ({ params }) => this.watchers.get(params.uri)?.forEach((listener) => listener()));
   }
 
-  /**
-   * Reads every list the upstream's capabilities announce and puts them in the catalogue (a list
-   * that fails is left empty and logged), and subscribes again to what was subscribed before a
-   * reconnect.
-   */
+  /** Reads every list the upstream's capabilities announce; a list that fails is left empty and logged. */
   async load(client: Client): Promise<void> {
     await Promise.all([this.read(client, 'resources'), this.read(client, 'prompts')]);
-    if (client !== this.link.connectedClient()) return;
+  }
+
+  /** Puts what {@link load} read in the catalogue, once the upstream counts as connected, and subscribes again to what was subscribed before a reconnect. */
+  connected(client: Client): void {
     this.publish();
     for (const uri of this.watchers.keys()) {
       client.subscribeResource({ uri }, { timeout: this.server.connectTimeoutMs }).catch((error: unknown) => {
