@@ -22,12 +22,12 @@ import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { ContextCatalogueService } from '../../core/context/context-catalogue.service';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
 import { newId } from '../../core/new-id';
-import type { ToolCaller } from '../../core/tools/tool-definition';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
 import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
+import { RoundCaller, WaitingToolCalls } from './waiting-tool-calls';
 
 /** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
 const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -42,14 +42,15 @@ const MODERN_PROTOCOL_VERSION = '2026-07-28';
  *
  * WebSocket connections send their 2026 messages here too ({@link answer}).
  *
- * Server-to-client requests (an upstream's elicitation or sampling) are not relayed to 2026 clients
- * yet: they would be `input_required` results, which need the call to outlive its HTTP exchange.
+ * A tool's questions (an upstream's elicitation or sampling) reach a 2026 client as `input_required`
+ * results, and its retry answers them: the call waits in between ({@link WaitingToolCalls}).
  */
 @Injectable()
 export class ModernMcpEndpoint implements OnApplicationShutdown {
   private readonly logger = new Logger('MCP');
   private readonly handler: McpHttpHandler;
   private readonly changes: Subscription;
+  private readonly waitingCalls: WaitingToolCalls;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -57,6 +58,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     registry: ToolRegistryService,
     catalogue: ContextCatalogueService,
   ) {
+    this.waitingCalls = new WaitingToolCalls(config.connections.maxCallsInFlight);
     this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
       // The body arrives parsed, within the gateway's own body limit.
       legacy: 'reject',
@@ -131,7 +133,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     const capabilities = this.mcp.capabilities(servesContext);
     // The same shapes in both SDKs' types; resources/subscribe is 2025's, a 2026 client listens instead.
     const modern = { ...capabilities, resources: capabilities.resources && { listChanged: true } } as ModernCapabilities;
-    const server = new Server(this.mcp.info, { capabilities: modern });
+    const server = new Server(this.mcp.info, { capabilities: modern, requestState: { verify: this.waitingCalls.verifyState } });
     const scope = ToolCallScope.ofConnection({
       id: newId(),
       protocol: MCP_PROTOCOL,
@@ -140,7 +142,13 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     });
     server.setRequestHandler('tools/list', () => ({ tools: this.mcp.listTools(scope) as ModernTool[] }));
     server.setRequestHandler('tools/call', (request, context) =>
-      inSdk2Words(() => this.mcp.call(request.params, scope.withSignal(context.mcpReq.signal), { caller: modernCaller(context) })),
+      inSdk2Words(() => {
+        const { params } = request;
+        if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, params.name, context, roundCaller(context));
+        return this.waitingCalls.start(principal, params.name, context, roundCaller(context), (caller, signal) =>
+          this.mcp.call(params, scope.withSignal(signal), { caller }),
+        );
+      }) as never,
     );
     if (servesContext) this.serveContext(server, principal);
     return server;
@@ -158,11 +166,11 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
 }
 
 /**
- * The 2026 client of one `tools/call`, as its tool's {@link ToolCaller}: progress under the call's
- * token, log messages at or above the level its `_meta` asks for (none when it asks for none), in
- * the call's own response stream. It cannot be asked anything (see {@link ModernMcpEndpoint}).
+ * The 2026 client of one round of a `tools/call`: progress under the round's token, log messages
+ * at or above the level its `_meta` asks for (none when it asks for none), in the round's own
+ * response stream. Its questions are {@link WaitingToolCalls}' to ask.
  */
-function modernCaller(context: ServerContext): ToolCaller {
+function roundCaller(context: ServerContext): RoundCaller {
   const { mcpReq } = context;
   const progressToken = mcpReq._meta?.progressToken;
   const level = (mcpReq.envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY];

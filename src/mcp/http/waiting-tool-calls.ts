@@ -1,0 +1,237 @@
+import { randomBytes } from 'crypto';
+import { CallToolResult, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CLIENT_CAPABILITIES_META_KEY, createRequestStateCodec, InputRequiredResult, inputRequired, ServerContext } from '@modelcontextprotocol/server';
+import { newId } from '../../core/new-id';
+import type { ToolCaller } from '../../core/tools/tool-definition';
+
+/** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
+export const RETRY_WINDOW_SECONDS = 600;
+
+/** The questions a tool may put to a 2026 client, with the capability each needs and the schema of its answer. */
+const QUESTIONS = {
+  'elicitation/create': { capability: 'elicitation', answer: ElicitResultSchema },
+  'sampling/createMessage': { capability: 'sampling', answer: CreateMessageResultSchema },
+} as const;
+
+type QuestionMethod = keyof typeof QUESTIONS;
+
+/** What a 2026 client of one round sees of the call: its progress and log relays, built per round ({@link WaitingToolCalls}). */
+export type RoundCaller = Pick<ToolCaller, 'progress' | 'log'>;
+
+interface Question {
+  method: QuestionMethod;
+  params: Record<string, unknown> | undefined;
+  answer(value: Record<string, unknown>): void;
+}
+
+type Outcome = { result: CallToolResult } | { error: unknown };
+
+/** The state a waiting call's `input_required` result carries, sealed: the client echoes it on its retry. */
+interface WaitingState {
+  call: string;
+}
+
+/**
+ * One tool call of a 2026 client that may need the client's input while it runs: an upstream's
+ * elicitation or sampling request. The call runs on across the client's HTTP exchanges ("rounds");
+ * a question ends the round with an `input_required` result, and the client's retry, carrying its
+ * answers, opens the next one, which ends with the result or the next question.
+ */
+class WaitingToolCall {
+  readonly id = newId();
+  /** Ends the call: when a round's client goes away, or nobody retries in time. */
+  readonly abort = new AbortController();
+  private readonly questions = new Map<string, Question>();
+  private asked = 0;
+  private outcome?: Outcome;
+  private wake?: () => void;
+  /** The client of the round now open; `undefined` between rounds, when progress and logs have nowhere to go. */
+  private round?: { context: ServerContext; caller: RoundCaller };
+  /** The capabilities the client declared in its latest round. */
+  private capabilities: Record<string, unknown> = {};
+  private expiry?: NodeJS.Timeout;
+
+  constructor(
+    readonly principal: string,
+    readonly tool: string,
+    private readonly registry: { admit(call: WaitingToolCall): boolean; forget(call: WaitingToolCall): void },
+  ) {}
+
+  /** The call's caller: progress and logs to the round now open, questions to the client as `input_required`. */
+  readonly caller: ToolCaller = {
+    progress: async (update) => this.round?.caller.progress?.(update),
+    log: async (message) => this.round?.caller.log?.(message),
+    request: (method, params, signal) => this.ask(method, params, signal),
+  };
+
+  run(call: (caller: ToolCaller, signal: AbortSignal) => Promise<CallToolResult>): void {
+    call(this.caller, this.abort.signal).then(
+      (result) => this.settle({ result }),
+      (error: unknown) => this.settle({ error }),
+    );
+  }
+
+  get inRound(): boolean {
+    return this.round !== undefined;
+  }
+
+  /**
+   * Hands the client's answers to the questions they answer: each must be the answer its question
+   * asked for, or the retry is refused and the question stays open. Answers to questions the call
+   * no longer asks (it withdrew them) are ignored.
+   */
+  answer(responses: Record<string, unknown> | undefined): void {
+    const answered: [Question, Record<string, unknown>][] = [];
+    for (const [key, value] of Object.entries(responses ?? {})) {
+      const question = this.questions.get(key);
+      if (!question) continue;
+      const parsed = QUESTIONS[question.method].answer.safeParse(value);
+      if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
+      answered.push([question, parsed.data as Record<string, unknown>]);
+    }
+    for (const [question, value] of answered) {
+      for (const [key, open] of this.questions) if (open === question) this.questions.delete(key);
+      question.answer(value);
+    }
+  }
+
+  /**
+   * One round: until the call ends (its result, or its error thrown) or asks something (an
+   * `input_required` result naming every open question). The round's client going away ends the call.
+   */
+  async serveRound(context: ServerContext, caller: RoundCaller, seal: (state: WaitingState) => Promise<string>): Promise<CallToolResult | InputRequiredResult> {
+    clearTimeout(this.expiry);
+    this.round = { context, caller };
+    this.capabilities = (context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as Record<string, unknown> | undefined) ?? {};
+    const leave = () => this.abort.abort(new McpError(ErrorCode.ConnectionClosed, 'The client went away while its call waited'));
+    context.mcpReq.signal.addEventListener('abort', leave, { once: true });
+    try {
+      while (this.outcome === undefined && this.questions.size === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+      if (this.outcome !== undefined) {
+        this.registry.forget(this);
+        if ('error' in this.outcome) throw this.outcome.error;
+        return this.outcome.result;
+      }
+      const inputRequests = Object.fromEntries([...this.questions].map(([key, { method, params }]) => [key, { method, params }]));
+      const requestState = await seal({ call: this.id });
+      this.expiry = setTimeout(() => this.registry.forget(this), RETRY_WINDOW_SECONDS * 1000);
+      this.expiry.unref();
+      return inputRequired({ inputRequests: inputRequests as InputRequiredResult['inputRequests'], requestState });
+    } finally {
+      context.mcpReq.signal.removeEventListener('abort', leave);
+      this.round = undefined;
+      this.wake = undefined;
+    }
+  }
+
+  private ask(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const question = QUESTIONS[method as QuestionMethod];
+    if (!question) return Promise.reject(new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`));
+    if (!this.capabilities[question.capability]) {
+      const why = `it did not declare the ${question.capability} capability`;
+      return Promise.reject(new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: ${why}`));
+    }
+    if (!this.registry.admit(this)) return Promise.reject(new McpError(ErrorCode.InvalidRequest, `${method} is not relayed: too many calls of this client wait for input`));
+    const key = `${question.capability}-${++this.asked}`;
+    return new Promise((resolve, reject) => {
+      const withdraw = () => {
+        this.questions.delete(key);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', withdraw, { once: true });
+      this.questions.set(key, {
+        method: method as QuestionMethod,
+        params,
+        answer: (value) => {
+          signal.removeEventListener('abort', withdraw);
+          resolve(value);
+        },
+      });
+      this.wake?.();
+    });
+  }
+
+  /** The call ended; a round open now answers with it, else the client's retry does, within the retry window. */
+  private settle(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.questions.clear();
+    if (this.wake) return this.wake();
+    clearTimeout(this.expiry);
+    if (this.abort.signal.aborted) return;
+    this.expiry = setTimeout(() => this.registry.forget(this), RETRY_WINDOW_SECONDS * 1000);
+    this.expiry.unref();
+  }
+}
+
+/**
+ * The tool calls of 2026-07-28 clients, which MCP's multi-round-trip requests let ask the client
+ * something: the 2025 revisions send the client a request during the call, the 2026 one answers
+ * the call with `input_required`, and the client calls again with its answers and the
+ * `requestState` it was given. An upstream's question cannot wait for a new call, so the call
+ * itself waits here, in this process, between the client's exchanges.
+ *
+ * `requestState` is sealed (the SDK's HMAC codec) under a key of this process and bound to the
+ * principal: a retry by anyone else, or one that reaches another replica, is refused as the SDK's
+ * invalid `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting; a question
+ * beyond that is refused, as is one the client did not declare the capability for.
+ */
+export class WaitingToolCalls {
+  private readonly calls = new Map<string, WaitingToolCall>();
+  private readonly perPrincipal = new Map<string, number>();
+  private readonly codec = createRequestStateCodec<WaitingState>({
+    key: randomBytes(32),
+    ttlSeconds: RETRY_WINDOW_SECONDS,
+    bind: (context) => `${context.mcpReq.method}\0${String(context.http?.authInfo?.extra?.principal ?? '')}`,
+  });
+
+  constructor(private readonly maxPerPrincipal: number) {}
+
+  /** The `requestState.verify` hook of the servers whose calls wait here. */
+  readonly verifyState = (state: string, context: ServerContext): Promise<WaitingState> => this.codec.verify(state, context);
+
+  /** A client's first `tools/call`: runs `call` and serves its first round; the call waits here only once it asks something. */
+  start(
+    principal: string,
+    tool: string,
+    context: ServerContext,
+    caller: RoundCaller,
+    call: (caller: ToolCaller, signal: AbortSignal) => Promise<CallToolResult>,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const entry = new WaitingToolCall(principal, tool, this);
+    // The round opens first: a call may ask at once, and asking needs the round's capabilities.
+    const answer = entry.serveRound(context, caller, (state) => this.codec.mint(state, context));
+    entry.run(call);
+    return answer;
+  }
+
+  /** A client's retry, with its answers and the `requestState` the SDK verified already. */
+  resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<CallToolResult | InputRequiredResult> {
+    const state = context.mcpReq.requestState<WaitingState>();
+    const entry = state && this.calls.get(state.call);
+    if (!entry || entry.principal !== principal) {
+      throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
+    }
+    if (entry.tool !== tool) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.tool}", not of "${tool}"`);
+    if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
+    entry.answer(context.mcpReq.inputResponses);
+    return entry.serveRound(context, caller, (next) => this.codec.mint(next, context));
+  }
+
+  /** Keeps `entry` until it ends, unless its principal has {@link maxPerPrincipal} calls waiting already. */
+  admit(entry: WaitingToolCall): boolean {
+    if (this.calls.has(entry.id)) return true;
+    const waiting = this.perPrincipal.get(entry.principal) ?? 0;
+    if (waiting >= this.maxPerPrincipal) return false;
+    this.calls.set(entry.id, entry);
+    this.perPrincipal.set(entry.principal, waiting + 1);
+    return true;
+  }
+
+  forget(entry: WaitingToolCall): void {
+    entry.abort.abort();
+    if (!this.calls.delete(entry.id)) return;
+    const left = (this.perPrincipal.get(entry.principal) ?? 1) - 1;
+    if (left === 0) this.perPrincipal.delete(entry.principal);
+    else this.perPrincipal.set(entry.principal, left);
+  }
+}

@@ -1,0 +1,178 @@
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { RunningGateway, startGateway } from '../support/gateway';
+import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
+import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
+import { serversFile, upstreamIn } from '../support/upstreams';
+
+const TOKEN = 'token-of-the-input-required-tests';
+const OTHER_TOKEN = 'another-token-of-the-input-required-tests';
+const UPSTREAM_TOKEN = 'upstream-token-of-the-input-required-tests';
+const objectSchema = { type: 'object' as const, properties: {} };
+const NAME_QUESTION = { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } };
+
+/** Upstream tools that ask their caller things while they run, as a 2025 server does: by a request of their own. */
+const ASKING_TOOLS: UpstreamTool[] = [
+  {
+    tool: { name: 'ask_name', description: "Asks the user's name", inputSchema: objectSchema },
+    run: async (_args, _meta, extra) => {
+      const answer = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
+      return text(answer.action === 'accept' ? `Hello ${answer.content?.name}` : `no answer (${answer.action})`);
+    },
+  },
+  {
+    tool: { name: 'ask_twice', description: 'Asks the name, then asks the model about it', inputSchema: objectSchema },
+    run: async (_args, _meta, extra) => {
+      const name = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
+      const said = await extra!.sendRequest(
+        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name.content?.name}` } }], maxTokens: 20 } },
+        CreateMessageResultSchema,
+      );
+      return text(`${name.content?.name}: ${said.content.type === 'text' ? said.content.text : '?'}`);
+    },
+  },
+];
+
+/** The 2026-07-28 envelope of a raw request, declaring `capabilities`. */
+function envelope(capabilities: Record<string, unknown>) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+  };
+}
+
+/**
+ * An upstream's question to a 2026-07-28 client: MCP's multi-round-trip requests. The call
+ * answers `input_required` with the question and a sealed `requestState`; the client's retry,
+ * with its answers, gets the result (or the next question) while the upstream's call waits.
+ */
+describe('Questions to 2026-07-28 clients: input_required and the retry', () => {
+  let upstream: HttpUpstream;
+  let gateway: RunningGateway;
+  let servers: ReturnType<typeof serversFile>;
+  const closing: { close(): Promise<void> }[] = [];
+  let nextId = 1;
+
+  beforeAll(async () => {
+    upstream = await HttpUpstream.start(UPSTREAM_TOKEN, ASKING_TOOLS);
+    const connection = { url: upstream.url(), headers: { Authorization: `Bearer ${UPSTREAM_TOKEN}` } };
+    servers = serversFile({ asking: connection, hasty: { ...connection, callTimeout: 1 } });
+    gateway = await startGateway({ AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_SERVERS_FILE: servers.path });
+    await upstreamIn(gateway, 'asking', 'connected');
+    await upstreamIn(gateway, 'hasty', 'connected');
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(closing.map((client) => client.close()));
+    await gateway?.close();
+    await upstream?.kill();
+    servers?.remove();
+  });
+
+  /** An SDK 2.x client that declares elicitation and sampling and answers them; the SDK retries with its answers by itself. */
+  async function answeringClient(transport: ModernTransport | ModernWebSocketTransport): Promise<ModernClient> {
+    const client = new ModernClient(
+      { name: 'input-required-e2e', version: '1.0.0' },
+      { capabilities: { elicitation: {}, sampling: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    client.setRequestHandler('elicitation/create', (request) => ({ action: 'accept', content: { name: `Ada (asked: ${request.params.message})` } }));
+    client.setRequestHandler('sampling/createMessage', () => ({ role: 'assistant', content: { type: 'text', text: 'hi there' }, model: 'test-model' }));
+    await client.connect(transport);
+    closing.push(client);
+    return client;
+  }
+
+  const overHttp = () => new ModernTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+  const textOf = (result: { content?: unknown }) => (result.content as { text?: string }[])[0]?.text;
+
+  /** One raw `tools/call` of the 2026 revision by `token`, read as JSON (the gateway answers a result without a stream). */
+  async function callRaw(token: string, name: string, extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = { elicitation: {} }) {
+    const id = nextId++;
+    const answer = await fetch(gateway.http('/mcp'), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': name,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, ...extra, _meta: envelope(capabilities) } }),
+    });
+    const body = await answer.text();
+    const json = answer.headers.get('content-type')?.includes('text/event-stream')
+      ? JSON.parse(body.split('\n').find((line) => line.startsWith('data: ') && line.includes(`"id":${id}`))!.slice('data: '.length))
+      : JSON.parse(body);
+    return json as { result?: Record<string, any>; error?: { code: number; message: string } };
+  }
+
+  it("relays the upstream's elicitation and sampling to an SDK 2.x client, whose answers reach the upstream", async () => {
+    const client = await answeringClient(overHttp());
+    expect(textOf(await client.callTool({ name: 'asking.ask_name', arguments: {} }))).toBe('Hello Ada (asked: Your name?)');
+    expect(textOf(await client.callTool({ name: 'asking.ask_twice', arguments: {} }))).toBe('Ada (asked: Your name?): hi there');
+  });
+
+  it('does the same over a plain WebSocket', async () => {
+    const client = await answeringClient(new ModernWebSocketTransport(gateway.ws(`/mcp?token=${TOKEN}`)));
+    expect(textOf(await client.callTool({ name: 'asking.ask_twice', arguments: {} }))).toBe('Ada (asked: Your name?): hi there');
+  });
+
+  it('answers input_required with the question and a sealed requestState; the retry with the answer gets the result', async () => {
+    const first = await callRaw(TOKEN, 'asking.ask_name');
+    expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create', params: NAME_QUESTION } } });
+    const { requestState } = first.result!;
+    expect(typeof requestState).toBe('string');
+
+    // No answer yet: the same question again.
+    const again = await callRaw(TOKEN, 'asking.ask_name', { requestState, inputResponses: {} });
+    expect(again.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
+
+    // An answer that is not an elicitation result is refused; the question stays open.
+    const wrong = await callRaw(TOKEN, 'asking.ask_name', { requestState: again.result!.requestState, inputResponses: { 'elicitation-1': { action: 'maybe' } } });
+    expect(wrong.error).toMatchObject({ code: -32602, message: expect.stringContaining('not an answer to elicitation/create') });
+
+    const answered = await callRaw(TOKEN, 'asking.ask_name', {
+      requestState: again.result!.requestState,
+      inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Grace' } } },
+    });
+    expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'Hello Grace' }] });
+    expect(answered.result!.resultType ?? 'complete').toBe('complete');
+
+    // The result is collected: the state names a call that no longer waits.
+    const late = await callRaw(TOKEN, 'asking.ask_name', { requestState, inputResponses: {} });
+    expect(late.error).toMatchObject({ code: -32602, message: expect.stringContaining('no longer waits') });
+  });
+
+  it('refuses a requestState that was tampered with, retried by another principal, or for another tool', async () => {
+    const first = await callRaw(TOKEN, 'asking.ask_name');
+    const { requestState } = first.result!;
+    const tampered = `${requestState.slice(0, -2)}${requestState.endsWith('A') ? 'B' : 'A'}A`;
+    expect((await callRaw(TOKEN, 'asking.ask_name', { requestState: tampered, inputResponses: {} })).error).toMatchObject({ code: -32602 });
+    expect((await callRaw(OTHER_TOKEN, 'asking.ask_name', { requestState, inputResponses: {} })).error).toMatchObject({ code: -32602 });
+    expect((await callRaw(TOKEN, 'asking.ask_twice', { requestState, inputResponses: {} })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('belongs to a call of "asking.ask_name"'),
+    });
+    // The rightful retry still works.
+    const answered = await callRaw(TOKEN, 'asking.ask_name', { requestState, inputResponses: { 'elicitation-1': { action: 'decline' } } });
+    expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'no answer (decline)' }] });
+  });
+
+  it('ends a call whose question nobody answers at its time limit: the retry gets the timeout, and the state is spent', async () => {
+    const first = await callRaw(TOKEN, 'hasty.ask_name');
+    expect(first.result).toMatchObject({ resultType: 'input_required' });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const { requestState } = first.result!;
+    const ended = await callRaw(TOKEN, 'hasty.ask_name', { requestState, inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Too late' } } } });
+    expect(ended.result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'Tool "hasty.ask_name" did not finish within 1 s' }] });
+    expect((await callRaw(TOKEN, 'hasty.ask_name', { requestState, inputResponses: {} })).error).toMatchObject({ code: -32602 });
+  });
+
+  it("refuses an upstream's question to a client that did not declare the capability, with the reason, instead of hanging", async () => {
+    const answer = await callRaw(TOKEN, 'asking.ask_name', {}, {});
+    expect(answer.result?.isError).toBe(true);
+    expect(JSON.stringify(answer.result?.content)).toContain('did not declare the elicitation capability');
+  });
+});
