@@ -125,7 +125,7 @@ export class McpService {
       if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
       // A task outlives its request: no caller to relay to, and its own stop (tasks/cancel) instead of the request's.
       if (params.task && extra.taskStore) {
-        if (!this.registry.get(name, undefined, scope.principal, 'agent')?.longRunning) {
+        if (!this.runsAsTask(name, scope.principal)) {
           throw new McpError(ErrorCode.MethodNotFound, `Tool "${params.name}" does not run as a task (its execution.taskSupport is not "optional")`);
         }
         return this.tasks.start(extra.taskStore, params.task.ttl, (signal) => this.call({ ...params, name }, scope.withSignal(signal), {}, params.name));
@@ -231,6 +231,11 @@ export class McpService {
       throw limitAsMcpError(error);
     }
     return isPromise(result) ? result.catch((error: unknown) => Promise.reject(limitAsMcpError(error))) : result;
+  }
+
+  /** Whether the tool `name` may run as a task for `principal`: it is one of the long ones (`execution.taskSupport: "optional"`). */
+  runsAsTask(name: string, principal: string | undefined): boolean {
+    return this.registry.get(name, undefined, principal, 'agent')?.longRunning === true;
   }
 
   /** A `tools/call` as MCP answers it, within `scope`; `asNamed` is the name the client used (a device server's view renames its tools). */

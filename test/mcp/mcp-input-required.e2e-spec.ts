@@ -2,6 +2,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
+import { modernRequest } from '../support/mcp-http';
 import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
 import { serversFile, upstreamIn } from '../support/upstreams';
 
@@ -9,7 +10,7 @@ const TOKEN = 'token-of-the-input-required-tests';
 const OTHER_TOKEN = 'another-token-of-the-input-required-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-input-required-tests';
 const objectSchema = { type: 'object' as const, properties: {} };
-const NAME_QUESTION = { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } };
+const NAME_QUESTION = { message: 'Your name?', requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } }, required: ['name'] } };
 
 /** Upstream tools that ask their caller things while they run, as a 2025 server does: by a request of their own. */
 const ASKING_TOOLS: UpstreamTool[] = [
@@ -33,15 +34,6 @@ const ASKING_TOOLS: UpstreamTool[] = [
   },
 ];
 
-/** The 2026-07-28 envelope of a raw request, declaring `capabilities`. */
-function envelope(capabilities: Record<string, unknown>) {
-  return {
-    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
-    'io.modelcontextprotocol/clientCapabilities': capabilities,
-  };
-}
-
 /**
  * An upstream's question to a 2026-07-28 client: MCP's multi-round-trip requests. The call
  * answers `input_required` with the question and a sealed `requestState`; the client's retry,
@@ -52,7 +44,6 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
   let gateway: RunningGateway;
   let servers: ReturnType<typeof serversFile>;
   const closing: { close(): Promise<void> }[] = [];
-  let nextId = 1;
 
   beforeAll(async () => {
     upstream = await HttpUpstream.start(UPSTREAM_TOKEN, ASKING_TOOLS);
@@ -86,27 +77,9 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
   const overHttp = () => new ModernTransport(new URL(gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
   const textOf = (result: { content?: unknown }) => (result.content as { text?: string }[])[0]?.text;
 
-  /** One raw `tools/call` of the 2026 revision by `token`, read as JSON (the gateway answers a result without a stream). */
-  async function callRaw(token: string, name: string, extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = { elicitation: {} }) {
-    const id = nextId++;
-    const answer = await fetch(gateway.http('/mcp'), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': name,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, ...extra, _meta: envelope(capabilities) } }),
-    });
-    const body = await answer.text();
-    const json = answer.headers.get('content-type')?.includes('text/event-stream')
-      ? JSON.parse(body.split('\n').find((line) => line.startsWith('data: ') && line.includes(`"id":${id}`))!.slice('data: '.length))
-      : JSON.parse(body);
-    return json as { result?: Record<string, any>; error?: { code: number; message: string } };
-  }
+  /** One raw `tools/call` of the 2026 revision by `token`, declaring `capabilities`. */
+  const callRaw = (token: string, name: string, extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = { elicitation: {} }) =>
+    modernRequest(gateway, token, 'tools/call', { name, arguments: {}, ...extra }, capabilities);
 
   it("relays the upstream's elicitation and sampling to an SDK 2.x client, whose answers reach the upstream", async () => {
     const client = await answeringClient(overHttp());

@@ -6,11 +6,13 @@ import type Redis from 'ioredis';
 import type { EnvironmentInput } from '../../src/config/environment';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
 import { RunningGateway, startGateway } from '../support/gateway';
+import { modernRequest } from '../support/mcp-http';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
 import { until } from '../support/upstreams';
 
 const ALICE = 'alice-token-of-the-task-tests';
 const BOB = 'bob-token-of-the-task-tests';
+const CAROL = 'carol-token-of-the-task-tests';
 
 async function clientOf(gateway: RunningGateway, token: string): Promise<Client> {
   const client = new Client({ name: 'tasks-e2e', version: '1.0.0' });
@@ -41,7 +43,7 @@ describe('MCP tasks', () => {
     const stopped: string[] = [];
 
     beforeAll(async () => {
-      gateway = await startGateway({ AUTH_TOKENS: `${ALICE},${BOB}`, MCP_TASK_TTL: 120, MCP_MAX_TASKS_PER_PRINCIPAL: 3 });
+      gateway = await startGateway({ AUTH_TOKENS: `${ALICE},${BOB},${CAROL}`, MCP_TASK_TTL: 120, MCP_MAX_TASKS_PER_PRINCIPAL: 3 });
       gateway.app.get(ToolRegistryService).register({
         name: 'slow_job',
         description: 'Runs until stopped',
@@ -115,6 +117,57 @@ describe('MCP tasks', () => {
       await expect(startTask(mcp, 'slow_job', {})).rejects.toThrow(/Too many tasks/);
     });
 
+    describe('for 2026-07-28 clients (the Tasks extension)', () => {
+      // Carol's own tasks: the tests above fill Alice's and Bob's MCP_MAX_TASKS_PER_PRINCIPAL.
+      const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+      const call = (token: string, name: string, args: Record<string, unknown>, capabilities: Record<string, unknown> = TASKS) =>
+        modernRequest(gateway, token, 'tools/call', { name, arguments: args }, capabilities);
+      const tasks = (token: string, method: string, params: Record<string, unknown>) => modernRequest(gateway, token, method, params, TASKS);
+
+      async function ended(token: string, taskId: string): Promise<Record<string, any>> {
+        let task: Record<string, any> = {};
+        await until(async () => (task = (await tasks(token, 'tasks/get', { taskId })).result!).status !== 'working', 10_000, `task ${taskId} to end`);
+        return task;
+      }
+
+      it('announces the extension, runs a long tool as a task for a client that declares it, and answers tasks/get with the result', async () => {
+        const discovered = await modernRequest(gateway, CAROL, 'server/discover', {});
+        expect(discovered.result?.capabilities?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
+        const started = await call(CAROL, 'countdown', { seconds: 0.3, interval: 0.1, label: 'eggs' });
+        expect(started.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 120_000, pollIntervalMs: 1000 });
+        const { taskId } = started.result!;
+        expect(typeof taskId).toBe('string');
+        const task = await ended(CAROL, taskId);
+        expect(task).toMatchObject({ resultType: 'complete', taskId, status: 'completed', result: { structuredContent: { label: 'eggs', done: true } } });
+        // tasks/update has nothing to answer (a task never waits for input here), but acknowledges a known task.
+        expect(await tasks(CAROL, 'tasks/update', { taskId, inputResponses: { q: { action: 'decline' } } })).toMatchObject({ result: { resultType: 'complete' } });
+      });
+
+      it('answers a client that does not declare the extension, and a tool that is not long, with the result itself', async () => {
+        expect((await call(CAROL, 'countdown', { seconds: 0.1, interval: 0.1 }, {})).result).toMatchObject({
+          resultType: 'complete',
+          structuredContent: { done: true },
+        });
+        expect((await call(CAROL, 'calculator', { a: 1, b: 2, operation: 'add' })).result).toMatchObject({ resultType: 'complete', content: [{ type: 'text' }] });
+      });
+
+      it('stops the call when its task is cancelled, and keeps the task from other principals', async () => {
+        const stoppedBefore = stopped.length;
+        const { taskId } = (await call(CAROL, 'slow_job', {})).result!;
+        for (const method of ['tasks/get', 'tasks/cancel']) expect((await tasks(BOB, method, { taskId })).error).toMatchObject({ code: -32602 });
+        expect((await tasks(BOB, 'tasks/update', { taskId, inputResponses: {} })).error).toMatchObject({ code: -32602 });
+        expect((await tasks(CAROL, 'tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
+        await until(() => stopped.length > stoppedBefore, 5_000, 'the call to stop');
+        expect((await tasks(CAROL, 'tasks/get', { taskId })).result).toMatchObject({ status: 'cancelled' });
+      });
+
+      it('answers an unknown task id, and a malformed request, with invalid params', async () => {
+        expect((await tasks(CAROL, 'tasks/get', { taskId: 'no-such-task' })).error).toMatchObject({ code: -32602, message: expect.stringContaining('Task not found') });
+        expect((await tasks(CAROL, 'tasks/get', { taskId: 42 })).error).toMatchObject({ code: -32602 });
+        expect((await tasks(CAROL, 'tasks/update', { taskId: 'no-such-task' })).error).toMatchObject({ code: -32602 });
+      });
+    });
+
     it('refuses a task of a tool that does not run as one, and the session goes on', async () => {
       const mcp = await client();
       await expect(startTask(mcp, 'calculator', { a: 1, b: 2, operation: 'add' })).rejects.toMatchObject({
@@ -155,6 +208,17 @@ describe('MCP tasks', () => {
       await expect(getTask(bobOnB, task.taskId)).rejects.toMatchObject({ code: -32602 });
       expect((await settled(onB, task.taskId)).status).toBe('completed');
       expect((await taskResult(onB, task.taskId)).structuredContent).toMatchObject({ done: true });
+    });
+
+    it("answers a 2026-07-28 client's tasks/get on another instance than the one running the task", async () => {
+      const [a, b] = gateways;
+      const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+      const started = await modernRequest(a, ALICE, 'tools/call', { name: 'countdown', arguments: { seconds: 0.3, interval: 0.1 } }, TASKS);
+      const { taskId } = started.result!;
+      let task: Record<string, any> = {};
+      await until(async () => (task = (await modernRequest(b, ALICE, 'tasks/get', { taskId }, TASKS)).result!).status !== 'working', 10_000, 'the task to end');
+      expect(task).toMatchObject({ status: 'completed', result: { structuredContent: { done: true } } });
+      expect((await modernRequest(b, BOB, 'tasks/get', { taskId }, TASKS)).error).toMatchObject({ code: -32602 });
     });
 
     it('cancels on one instance a task running on another', async () => {

@@ -66,3 +66,52 @@ export function reroutableTransport(first: RunningGateway, token: string): Rerou
   });
   return { transport, to: (gateway) => (target = gateway) };
 }
+
+/** The 2026-07-28 envelope of a raw request: the revision, the client, and the `capabilities` it declares. */
+export function modernEnvelope(capabilities: Record<string, unknown> = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+  };
+}
+
+/** What a raw 2026 request is answered: its JSON-RPC result or error. */
+export interface ModernAnswer {
+  result?: Record<string, any>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+let modernRequestIds = 0;
+
+/**
+ * One raw request of the 2026-07-28 revision to `/mcp` by `token` (no session: the envelope in
+ * `_meta`, the binding's `Mcp-Method`/`Mcp-Name` headers), its answer read from JSON or from the
+ * response stream.
+ */
+export async function modernRequest(
+  gateway: RunningGateway,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = {},
+): Promise<ModernAnswer> {
+  const id = ++modernRequestIds;
+  const name = params.name ?? params.taskId ?? params.uri;
+  const response = await fetch(gateway.http('/mcp'), {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${token}`,
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof name === 'string' && { 'mcp-name': name }),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: modernEnvelope(capabilities) } }),
+  });
+  const body = await response.text();
+  if (!response.headers.get('content-type')?.includes('text/event-stream')) return JSON.parse(body) as ModernAnswer;
+  const answer = body.split('\n').find((line) => line.startsWith('data: ') && line.includes(`"id":${id}`));
+  return JSON.parse(answer!.slice('data: '.length)) as ModernAnswer;
+}

@@ -27,6 +27,8 @@ import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
 import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
+import { McpTasks } from '../tasks/mcp-tasks.service';
+import { acceptsTasks, ModernTasks, TASKS_EXTENSION } from './modern-tasks';
 import { RoundCaller, WaitingToolCalls } from './waiting-tool-calls';
 
 /** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
@@ -51,14 +53,17 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
   private readonly handler: McpHttpHandler;
   private readonly changes: Subscription;
   private readonly waitingCalls: WaitingToolCalls;
+  private readonly tasks: ModernTasks;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly mcp: McpService,
     registry: ToolRegistryService,
     catalogue: ContextCatalogueService,
+    tasks: McpTasks,
   ) {
     this.waitingCalls = new WaitingToolCalls(config.connections.maxCallsInFlight);
+    this.tasks = new ModernTasks(tasks);
     this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
       // The body arrives parsed, within the gateway's own body limit.
       legacy: 'reject',
@@ -132,7 +137,11 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     const servesContext = this.mcp.servesContext;
     const capabilities = this.mcp.capabilities(servesContext);
     // The same shapes in both SDKs' types; resources/subscribe is 2025's, a 2026 client listens instead.
-    const modern = { ...capabilities, resources: capabilities.resources && { listChanged: true } } as ModernCapabilities;
+    const modern = {
+      ...capabilities,
+      resources: capabilities.resources && { listChanged: true },
+      extensions: { [TASKS_EXTENSION]: {} },
+    } as ModernCapabilities;
     const server = new Server(this.mcp.info, { capabilities: modern, requestState: { verify: this.waitingCalls.verifyState } });
     const scope = ToolCallScope.ofConnection({
       id: newId(),
@@ -142,14 +151,18 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     });
     server.setRequestHandler('tools/list', () => ({ tools: this.mcp.listTools(scope) as ModernTool[] }));
     server.setRequestHandler('tools/call', (request, context) =>
-      inSdk2Words(() => {
+      inSdk2Words<unknown>(() => {
         const { params } = request;
         if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, params.name, context, roundCaller(context));
+        if (acceptsTasks(context) && this.mcp.runsAsTask(params.name, principal)) {
+          return this.tasks.start(principal, context, params, (signal) => this.mcp.call(params, scope.withSignal(signal), {}));
+        }
         return this.waitingCalls.start(principal, params.name, context, roundCaller(context), (caller, signal) =>
           this.mcp.call(params, scope.withSignal(signal), { caller }),
         );
       }) as never,
     );
+    this.tasks.serve(server, principal);
     if (servesContext) this.serveContext(server, principal);
     return server;
   }

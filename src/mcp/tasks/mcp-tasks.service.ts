@@ -2,10 +2,13 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type { CreateTaskResult } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
 import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResult, ErrorCode, McpError, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { BoundedMemoryTaskStore } from './memory-task-store';
 import { RedisTaskStore } from './redis-task-store';
+
+/** What starting a task needs of a store: the SDK's store of one request, or {@link McpTasks.starterFor}'s. */
+export type TaskStarter = Pick<RequestTaskStore, 'createTask' | 'getTask' | 'storeTaskResult'>;
 
 /** How often a running task looks whether its client cancelled it (`tasks/cancel` may reach another instance). */
 const POLL_INTERVAL_MS = 1000;
@@ -46,12 +49,23 @@ export class McpTasks implements OnApplicationShutdown {
     };
   }
 
+  /** What {@link start} needs to start a task of `principal` for `request` without the SDK 1.x server (the 2026 revision's tasks). */
+  starterFor(principal: string, request: { id: RequestId; method: string; params?: Record<string, unknown> }): TaskStarter {
+    const store = this.ownedBy(principal);
+    return {
+      createTask: (params) => store.createTask(params, request.id, { method: request.method, params: request.params }),
+      getTask: async (taskId) => (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found')),
+      storeTaskResult: (taskId, status, result) => store.storeTaskResult(taskId, status, result),
+    };
+  }
+
   /**
    * Starts `call` as a task and answers with it at once. The call runs on, stopped when the client
    * cancels the task (seen within a second, on any instance); its result is stored as the task's
-   * (`failed` when the tool failed), unless the task was cancelled or has expired meanwhile.
+   * (`failed` when the tool failed, or the call failed with an error, whose message is the
+   * result's text), unless the task was cancelled or has expired meanwhile.
    */
-  async start(tasks: RequestTaskStore, ttl: number | null | undefined, call: (signal: AbortSignal) => Promise<CallToolResult>): Promise<CreateTaskResult> {
+  async start(tasks: TaskStarter, ttl: number | null | undefined, call: (signal: AbortSignal) => Promise<CallToolResult>): Promise<CreateTaskResult> {
     const task = await tasks.createTask({ ttl: ttl ?? undefined });
     const stop = new AbortController();
     const watch = setInterval(() => {
@@ -65,10 +79,11 @@ export class McpTasks implements OnApplicationShutdown {
       .then(async (result) => {
         if (stop.signal.aborted) return;
         await tasks.storeTaskResult(task.taskId, result.isError ? 'failed' : 'completed', result);
+      }, async (error: unknown) => {
+        if (stop.signal.aborted) return;
+        await tasks.storeTaskResult(task.taskId, 'failed', { content: [{ type: 'text', text: (error as Error).message }], isError: true });
       })
-      .catch((error: unknown) => {
-        if (!stop.signal.aborted) this.logger.warn(`MCP task ${task.taskId} could not keep its result: ${(error as Error).message}`);
-      })
+      .catch((error: unknown) => this.logger.warn(`MCP task ${task.taskId} could not keep its result: ${(error as Error).message}`))
       .finally(() => clearInterval(watch));
     return { task };
   }

@@ -1,0 +1,66 @@
+import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { CallToolResult, ErrorCode, McpError, Task } from '@modelcontextprotocol/sdk/types.js';
+import { CLIENT_CAPABILITIES_META_KEY, Server, ServerContext } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { McpTasks } from '../tasks/mcp-tasks.service';
+
+/** The Tasks extension of the 2026-07-28 revision (SEP-2663), as clients and servers name it in their capabilities. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+const TaskOf = z.looseObject({ taskId: z.string() });
+
+/** Whether the client of this request declared the Tasks extension: only then may a call answer with a task. */
+export function acceptsTasks(context: ServerContext): boolean {
+  const capabilities = context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/**
+ * MCP tasks for 2026-07-28 clients, the Tasks extension: a long tool's `tools/call` answers at once
+ * with a task (`resultType: "task"`), and the client polls `tasks/get` for its status and, once it
+ * has ended, its result; `tasks/cancel` asks it to stop, `tasks/update` answers its questions.
+ * The tasks are the 2025 revision's ({@link McpTasks}): the same store (Redis with `REDIS_URL`, so
+ * any replica answers), limits and owner, so another principal's task is not found.
+ *
+ * A task's call has no client to ask (as in 2025): its questions are refused, so a task never
+ * waits for input and `tasks/update` has nothing to answer.
+ */
+export class ModernTasks {
+  constructor(private readonly tasks: McpTasks) {}
+
+  /** Starts `call` as a task of `principal` and answers with the task. */
+  async start(principal: string, context: ServerContext, params: Record<string, unknown>, call: (signal: AbortSignal) => Promise<CallToolResult>) {
+    const starter = this.tasks.starterFor(principal, { id: context.mcpReq.id, method: context.mcpReq.method, params });
+    const { task } = await this.tasks.start(starter, undefined, call);
+    return { resultType: 'task', ...wireTask(task) };
+  }
+
+  /** Registers `tasks/get`, `tasks/update` and `tasks/cancel` on `server`, answering for `principal`'s tasks. */
+  serve(server: Server, principal: string): void {
+    const store = this.tasks.ownedBy(principal);
+    const known = async (taskId: string): Promise<Task> =>
+      (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found'));
+    server.setRequestHandler('tasks/get', { params: TaskOf }, async ({ taskId }) => {
+      const task = await known(taskId);
+      // A tool that failed is a completed call whose result says so (`isError`); `failed` is for protocol errors.
+      if (task.status === 'completed' || task.status === 'failed') return { ...wireTask(task), status: 'completed', result: await store.getTaskResult(taskId) };
+      return wireTask(task);
+    });
+    // The SDK lifts `inputResponses` out of the params (`context.mcpReq.inputResponses`); there is never a question to answer here.
+    server.setRequestHandler('tasks/update', { params: TaskOf }, async ({ taskId }) => {
+      await known(taskId);
+      return {};
+    });
+    server.setRequestHandler('tasks/cancel', { params: TaskOf }, async ({ taskId }) => {
+      const task = await known(taskId);
+      if (!isTerminal(task.status)) await store.updateTaskStatus(taskId, 'cancelled', 'Cancelled by the client');
+      return {};
+    });
+  }
+}
+
+/** A stored task in the extension's words: `ttlMs` and `pollIntervalMs` for the store's `ttl` and `pollInterval`. */
+function wireTask(task: Task): Record<string, unknown> {
+  const { ttl, pollInterval, ...rest } = task;
+  return { ...rest, ttlMs: ttl ?? null, ...(pollInterval !== undefined && { pollIntervalMs: pollInterval }) };
+}
