@@ -3,6 +3,7 @@ import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprot
 import { RunningGateway, startGateway } from '../support/gateway';
 import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
 import { modernRequest } from '../support/mcp-http';
+import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
 import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
 import { serversFile, upstreamIn } from '../support/upstreams';
 
@@ -10,7 +11,10 @@ const TOKEN = 'token-of-the-input-required-tests';
 const OTHER_TOKEN = 'another-token-of-the-input-required-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-input-required-tests';
 const objectSchema = { type: 'object' as const, properties: {} };
-const NAME_QUESTION = { message: 'Your name?', requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } }, required: ['name'] } };
+const NAME_QUESTION = {
+  message: 'Your name?',
+  requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } }, required: ['name'] },
+};
 
 /** Upstream tools that ask their caller things while they run, as a 2025 server does: by a request of their own. */
 const ASKING_TOOLS: UpstreamTool[] = [
@@ -26,7 +30,10 @@ const ASKING_TOOLS: UpstreamTool[] = [
     run: async (_args, _meta, extra) => {
       const name = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
       const said = await extra!.sendRequest(
-        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name.content?.name}` } }], maxTokens: 20 } },
+        {
+          method: 'sampling/createMessage',
+          params: { messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name.content?.name}` } }], maxTokens: 20 },
+        },
         CreateMessageResultSchema,
       );
       return text(`${name.content?.name}: ${said.content.type === 'text' ? said.content.text : '?'}`);
@@ -94,7 +101,10 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
 
   it('answers input_required with the question and a sealed requestState; the retry with the answer gets the result', async () => {
     const first = await callRaw(TOKEN, 'asking.ask_name');
-    expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create', params: NAME_QUESTION } } });
+    expect(first.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { 'elicitation-1': { method: 'elicitation/create', params: NAME_QUESTION } },
+    });
     const { requestState } = first.result!;
     expect(typeof requestState).toBe('string');
 
@@ -103,7 +113,10 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     expect(again.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
 
     // An answer that is not an elicitation result is refused; the question stays open.
-    const wrong = await callRaw(TOKEN, 'asking.ask_name', { requestState: again.result!.requestState, inputResponses: { 'elicitation-1': { action: 'maybe' } } });
+    const wrong = await callRaw(TOKEN, 'asking.ask_name', {
+      requestState: again.result!.requestState,
+      inputResponses: { 'elicitation-1': { action: 'maybe' } },
+    });
     expect(wrong.error).toMatchObject({ code: -32602, message: expect.stringContaining('not an answer to elicitation/create') });
 
     const answered = await callRaw(TOKEN, 'asking.ask_name', {
@@ -138,7 +151,10 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     expect(first.result).toMatchObject({ resultType: 'input_required' });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const { requestState } = first.result!;
-    const ended = await callRaw(TOKEN, 'hasty.ask_name', { requestState, inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Too late' } } } });
+    const ended = await callRaw(TOKEN, 'hasty.ask_name', {
+      requestState,
+      inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Too late' } } },
+    });
     expect(ended.result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'Tool "hasty.ask_name" did not finish within 1 s' }] });
     expect((await callRaw(TOKEN, 'hasty.ask_name', { requestState, inputResponses: {} })).error).toMatchObject({ code: -32602 });
   });
@@ -147,5 +163,61 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     const answer = await callRaw(TOKEN, 'asking.ask_name', {}, {});
     expect(answer.result?.isError).toBe(true);
     expect(JSON.stringify(answer.result?.content)).toContain('did not declare the elicitation capability');
+  });
+
+  describe('across instances, with Redis', () => {
+    const prefix = uniquePrefix();
+    const replicas: RunningGateway[] = [];
+
+    beforeAll(async () => {
+      const shared = { AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_SERVERS_FILE: servers.path, REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix };
+      replicas.push(await startGateway(shared), await startGateway(shared));
+      await Promise.all(replicas.map((replica) => upstreamIn(replica, 'asking', 'connected')));
+    }, 60_000);
+
+    afterAll(async () => {
+      await Promise.all(replicas.map((replica) => replica.close()));
+      const redis = await inspector();
+      await removeKeys(redis, prefix);
+      redis.disconnect();
+    });
+
+    const callOn = (replica: RunningGateway, name: string, extra: Record<string, unknown> = {}) =>
+      modernRequest(replica, TOKEN, 'tools/call', { name, arguments: {}, ...extra }, { elicitation: {}, sampling: {} });
+
+    it('serves a retry that reaches another instance than the one its call waits in, round after round', async () => {
+      const [a, b] = replicas;
+      const first = await callOn(a, 'asking.ask_twice');
+      expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
+      const second = await callOn(b, 'asking.ask_twice', {
+        requestState: first.result!.requestState,
+        inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Lin' } } },
+      });
+      expect(second.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'sampling-2': { method: 'sampling/createMessage' } } });
+      const answered = await callOn(b, 'asking.ask_twice', {
+        requestState: second.result!.requestState,
+        inputResponses: { 'sampling-2': { role: 'assistant', content: { type: 'text', text: 'welcome' }, model: 'm' } },
+      });
+      expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'Lin: welcome' }] });
+      // Another token's retry is refused on the instance that received it, before anything is relayed.
+      const other = await modernRequest(b, OTHER_TOKEN, 'tools/call', { name: 'asking.ask_name', arguments: {}, requestState: first.result!.requestState }, {});
+      expect(other.error).toMatchObject({ code: -32602 });
+    });
+
+    it('refuses a retry whose instance is gone, with the reason', async () => {
+      // Its call is work in flight at shutdown: a short drain ends it.
+      const lone = await startGateway({
+        AUTH_TOKENS: TOKEN,
+        MCP_SERVERS_FILE: servers.path,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_KEY_PREFIX: prefix,
+        SHUTDOWN_DRAIN_TIMEOUT: 1,
+      });
+      await upstreamIn(lone, 'asking', 'connected');
+      const first = await callOn(lone, 'asking.ask_name');
+      await lone.close();
+      const retry = await callOn(replicas[0], 'asking.ask_name', { requestState: first.result!.requestState, inputResponses: {} });
+      expect(retry.error).toMatchObject({ code: -32602, message: expect.stringContaining('the instance it ran in is gone') });
+    }, 30_000);
   });
 });

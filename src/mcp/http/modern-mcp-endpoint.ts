@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, LoggingLevel, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import {
@@ -29,6 +29,7 @@ import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
 import { McpTasks } from '../tasks/mcp-tasks.service';
 import { acceptsTasks, ModernTasks, TASKS_EXTENSION } from './modern-tasks';
+import { LocalWaitingCallRelay, RedisWaitingCallRelay, WaitingCallRelay } from './waiting-call-relay';
 import { RoundCaller, WaitingToolCalls } from './waiting-tool-calls';
 
 /** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
@@ -48,11 +49,12 @@ const MODERN_PROTOCOL_VERSION = '2026-07-28';
  * results, and its retry answers them: the call waits in between ({@link WaitingToolCalls}).
  */
 @Injectable()
-export class ModernMcpEndpoint implements OnApplicationShutdown {
+export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('MCP');
   private readonly handler: McpHttpHandler;
   private readonly changes: Subscription;
-  private readonly waitingCalls: WaitingToolCalls;
+  private relay!: WaitingCallRelay;
+  private waitingCalls!: WaitingToolCalls;
   private readonly tasks: ModernTasks;
 
   constructor(
@@ -62,7 +64,6 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     catalogue: ContextCatalogueService,
     tasks: McpTasks,
   ) {
-    this.waitingCalls = new WaitingToolCalls(config.connections.maxCallsInFlight);
     this.tasks = new ModernTasks(tasks);
     this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
       // The body arrives parsed, within the gateway's own body limit.
@@ -72,6 +73,13 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
     const { notify } = this.handler;
     this.changes = registry.changes.pipe(filter((change) => change.connectionId === undefined)).subscribe(() => notify.toolsChanged());
     this.changes.add(catalogue.changes.subscribe((kind) => (kind === 'resources' ? notify.resourcesChanged() : notify.promptsChanged())));
+  }
+
+  /** With `REDIS_URL`, a call waiting for its client's answers is reached from every instance ({@link WaitingCallRelay}). */
+  async onModuleInit(): Promise<void> {
+    const { redisUrl, redisKeyPrefix } = this.config.session;
+    this.relay = redisUrl && this.config.mcp.enabled ? await RedisWaitingCallRelay.connect(redisUrl, redisKeyPrefix) : new LocalWaitingCallRelay();
+    this.waitingCalls = new WaitingToolCalls(this.config.connections.maxCallsInFlight, this.relay);
   }
 
   /**
@@ -130,6 +138,7 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.changes.unsubscribe();
     await this.handler.close();
+    await this.relay?.close();
   }
 
   /** The server of one request: the gateway's tools, and the upstreams' resources and prompts when it has upstreams. */
@@ -150,17 +159,19 @@ export class ModernMcpEndpoint implements OnApplicationShutdown {
       callsInFlight: new CallsInFlight(this.config.connections.maxCallsInFlight),
     });
     server.setRequestHandler('tools/list', () => ({ tools: this.mcp.listTools(scope) as ModernTool[] }));
-    server.setRequestHandler('tools/call', (request, context) =>
-      inSdk2Words<unknown>(() => {
-        const { params } = request;
-        if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, params.name, context, roundCaller(context));
-        if (acceptsTasks(context) && this.mcp.runsAsTask(params.name, principal)) {
-          return this.tasks.start(principal, context, params, (signal) => this.mcp.call(params, scope.withSignal(signal), {}));
-        }
-        return this.waitingCalls.start(principal, params.name, context, roundCaller(context), (caller, signal) =>
-          this.mcp.call(params, scope.withSignal(signal), { caller }),
-        );
-      }) as never,
+    server.setRequestHandler(
+      'tools/call',
+      (request, context) =>
+        inSdk2Words<unknown>(() => {
+          const { params } = request;
+          if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, params.name, context, roundCaller(context));
+          if (acceptsTasks(context) && this.mcp.runsAsTask(params.name, principal)) {
+            return this.tasks.start(principal, context, params, (signal) => this.mcp.call(params, scope.withSignal(signal), {}));
+          }
+          return this.waitingCalls.start(principal, params.name, context, roundCaller(context), (caller, signal) =>
+            this.mcp.call(params, scope.withSignal(signal), { caller }),
+          );
+        }) as never,
     );
     this.tasks.serve(server, principal);
     if (servesContext) this.serveContext(server, principal);

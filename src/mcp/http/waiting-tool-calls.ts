@@ -1,8 +1,15 @@
-import { randomBytes } from 'crypto';
 import { CallToolResult, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { CLIENT_CAPABILITIES_META_KEY, createRequestStateCodec, InputRequiredResult, inputRequired, ServerContext } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createRequestStateCodec,
+  InputRequiredResult,
+  inputRequired,
+  RequestStateCodec,
+  ServerContext,
+} from '@modelcontextprotocol/server';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
+import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
 export const RETRY_WINDOW_SECONDS = 600;
@@ -29,6 +36,8 @@ type Outcome = { result: CallToolResult } | { error: unknown };
 /** The state a waiting call's `input_required` result carries, sealed: the client echoes it on its retry. */
 interface WaitingState {
   call: string;
+  /** The instance the call waits in ({@link WaitingCallRelay}). */
+  instance: string;
 }
 
 /**
@@ -86,7 +95,8 @@ class WaitingToolCall {
       const question = this.questions.get(key);
       if (!question) continue;
       const parsed = QUESTIONS[question.method].answer.safeParse(value);
-      if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
+      if (!parsed.success)
+        throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
       answered.push([question, parsed.data as Record<string, unknown>]);
     }
     for (const [question, value] of answered) {
@@ -99,10 +109,10 @@ class WaitingToolCall {
    * One round: until the call ends (its result, or its error thrown) or asks something (an
    * `input_required` result naming every open question). The round's client going away ends the call.
    */
-  async serveRound(context: ServerContext, caller: RoundCaller, seal: (state: WaitingState) => Promise<string>): Promise<CallToolResult | InputRequiredResult> {
+  async serveRound(context: ServerContext, caller: RoundCaller, seal: (call: string) => Promise<string>): Promise<CallToolResult | InputRequiredResult> {
     clearTimeout(this.expiry);
     this.round = { context, caller };
-    this.capabilities = (context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as Record<string, unknown> | undefined) ?? {};
+    this.capabilities = capabilitiesOf(context);
     const leave = () => this.abort.abort(new McpError(ErrorCode.ConnectionClosed, 'The client went away while its call waited'));
     context.mcpReq.signal.addEventListener('abort', leave, { once: true });
     try {
@@ -113,7 +123,7 @@ class WaitingToolCall {
         return this.outcome.result;
       }
       const inputRequests = Object.fromEntries([...this.questions].map(([key, { method, params }]) => [key, { method, params }]));
-      const requestState = await seal({ call: this.id });
+      const requestState = await seal(this.id);
       this.expiry = setTimeout(() => this.registry.forget(this), RETRY_WINDOW_SECONDS * 1000);
       this.expiry.unref();
       return inputRequired({ inputRequests: inputRequests as InputRequiredResult['inputRequests'], requestState });
@@ -131,7 +141,8 @@ class WaitingToolCall {
       const why = `it did not declare the ${question.capability} capability`;
       return Promise.reject(new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: ${why}`));
     }
-    if (!this.registry.admit(this)) return Promise.reject(new McpError(ErrorCode.InvalidRequest, `${method} is not relayed: too many calls of this client wait for input`));
+    if (!this.registry.admit(this))
+      return Promise.reject(new McpError(ErrorCode.InvalidRequest, `${method} is not relayed: too many calls of this client wait for input`));
     const key = `${question.capability}-${++this.asked}`;
     return new Promise((resolve, reject) => {
       const withdraw = () => {
@@ -168,23 +179,26 @@ class WaitingToolCall {
  * something: the 2025 revisions send the client a request during the call, the 2026 one answers
  * the call with `input_required`, and the client calls again with its answers and the
  * `requestState` it was given. An upstream's question cannot wait for a new call, so the call
- * itself waits here, in this process, between the client's exchanges.
+ * itself waits here, in the instance that started it, between the client's exchanges; a retry
+ * that reaches another instance is relayed to it ({@link WaitingCallRelay}).
  *
- * `requestState` is sealed (the SDK's HMAC codec) under a key of this process and bound to the
- * principal: a retry by anyone else, or one that reaches another replica, is refused as the SDK's
- * invalid `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting; a question
- * beyond that is refused, as is one the client did not declare the capability for.
+ * `requestState` is sealed (the SDK's HMAC codec) under the relay's key and bound to the
+ * principal: a retry by anyone else, or a tampered one, is refused as the SDK's invalid
+ * `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
+ * a question beyond that is refused, as is one the client did not declare the capability for.
  */
 export class WaitingToolCalls {
   private readonly calls = new Map<string, WaitingToolCall>();
   private readonly perPrincipal = new Map<string, number>();
-  private readonly codec = createRequestStateCodec<WaitingState>({
-    key: randomBytes(32),
-    ttlSeconds: RETRY_WINDOW_SECONDS,
-    bind: (context) => `${context.mcpReq.method}\0${String(context.http?.authInfo?.extra?.principal ?? '')}`,
-  });
+  private readonly codec: RequestStateCodec<WaitingState>;
 
-  constructor(private readonly maxPerPrincipal: number) {}
+  constructor(
+    private readonly maxPerPrincipal: number,
+    private readonly relay: WaitingCallRelay,
+  ) {
+    this.codec = createRequestStateCodec<WaitingState>({ key: relay.key, ttlSeconds: RETRY_WINDOW_SECONDS, bind: bindingOf });
+    void relay.listen((retry) => this.serveForwarded(retry));
+  }
 
   /** The `requestState.verify` hook of the servers whose calls wait here. */
   readonly verifyState = (state: string, context: ServerContext): Promise<WaitingState> => this.codec.verify(state, context);
@@ -199,22 +213,20 @@ export class WaitingToolCalls {
   ): Promise<CallToolResult | InputRequiredResult> {
     const entry = new WaitingToolCall(principal, tool, this);
     // The round opens first: a call may ask at once, and asking needs the round's capabilities.
-    const answer = entry.serveRound(context, caller, (state) => this.codec.mint(state, context));
+    const answer = entry.serveRound(context, caller, (id) => this.seal(id, context));
     entry.run(call);
     return answer;
   }
 
-  /** A client's retry, with its answers and the `requestState` the SDK verified already. */
-  resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<CallToolResult | InputRequiredResult> {
-    const state = context.mcpReq.requestState<WaitingState>();
-    const entry = state && this.calls.get(state.call);
-    if (!entry || entry.principal !== principal) {
-      throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
-    }
-    if (entry.tool !== tool) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.tool}", not of "${tool}"`);
-    if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
-    entry.answer(context.mcpReq.inputResponses);
-    return entry.serveRound(context, caller, (next) => this.codec.mint(next, context));
+  /** A client's retry, with its answers and the `requestState` the SDK verified already: served here, or where its call waits. */
+  async resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<CallToolResult | InputRequiredResult> {
+    const state = context.mcpReq.requestState<WaitingState>()!;
+    if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, tool, context.mcpReq.inputResponses, context, caller);
+    const retry: ForwardedRetry = { call: state.call, principal, tool, responses: context.mcpReq.inputResponses, capabilities: capabilitiesOf(context) };
+    const outcome = await this.relay.forward(state.instance, retry, context.mcpReq.signal);
+    if (!outcome) throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: the instance it ran in is gone');
+    if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
+    return outcome.result;
   }
 
   /** Keeps `entry` until it ends, unless its principal has {@link maxPerPrincipal} calls waiting already. */
@@ -234,4 +246,52 @@ export class WaitingToolCalls {
     if (left === 0) this.perPrincipal.delete(entry.principal);
     else this.perPrincipal.set(entry.principal, left);
   }
+
+  private resumeHere(
+    call: string,
+    principal: string,
+    tool: string,
+    responses: Record<string, unknown> | undefined,
+    context: ServerContext,
+    caller: RoundCaller,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const entry = this.calls.get(call);
+    if (!entry || entry.principal !== principal) {
+      throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
+    }
+    if (entry.tool !== tool) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.tool}", not of "${tool}"`);
+    if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
+    entry.answer(responses);
+    return entry.serveRound(context, caller, (id) => this.seal(id, context));
+  }
+
+  /**
+   * A retry another instance received for a call waiting here: served as if it had come here,
+   * except that the call's progress and log messages of this round have no client to go to.
+   */
+  private async serveForwarded(retry: ForwardedRetry): Promise<RoundOutcome> {
+    const context = {
+      mcpReq: { method: 'tools/call', signal: new AbortController().signal, envelope: { [CLIENT_CAPABILITIES_META_KEY]: retry.capabilities } },
+      http: { authInfo: { extra: { principal: retry.principal } } },
+    } as unknown as ServerContext;
+    try {
+      return { result: await this.resumeHere(retry.call, retry.principal, retry.tool, retry.responses, context, {}) };
+    } catch (error) {
+      const { code, message, data } = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
+      return { error: { code, message: message.replace(/^MCP error -?\d+: /, ''), data } };
+    }
+  }
+
+  private seal(call: string, context: ServerContext): Promise<string> {
+    return this.codec.mint({ call, instance: this.relay.instance }, context);
+  }
+}
+
+/** What a `requestState` is bound to: the method and the principal, so nobody else can use it. */
+function bindingOf(context: ServerContext): string {
+  return `${context.mcpReq.method}\0${String(context.http?.authInfo?.extra?.principal ?? '')}`;
+}
+
+function capabilitiesOf(context: ServerContext): Record<string, unknown> {
+  return (context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as Record<string, unknown> | undefined) ?? {};
 }

@@ -1,0 +1,114 @@
+import { randomBytes, randomUUID } from 'crypto';
+import type Redis from 'ioredis';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { InputRequiredResult } from '@modelcontextprotocol/server';
+import { connectRedis } from '../../core/redis/redis-connection';
+
+/** A client's retry of a call that waits in another instance, as that instance is told it. */
+export interface ForwardedRetry {
+  call: string;
+  principal: string;
+  tool: string;
+  responses?: Record<string, unknown>;
+  capabilities: Record<string, unknown>;
+}
+
+/** How one round of a waiting call ended, in words every instance reads. */
+export type RoundOutcome = { result: CallToolResult | InputRequiredResult } | { error: { code: number; message: string; data?: unknown } };
+
+type RelayMessage = { kind: 'retry'; id: string; from: string; retry: ForwardedRetry } | { kind: 'outcome'; id: string; outcome: RoundOutcome };
+
+/**
+ * How a 2026 client's retry reaches the instance its call waits in, wherever the load balancer sent
+ * it: a call waiting for input cannot move (its upstream request is in flight there), so the retry
+ * goes to it. With `REDIS_URL` each instance listens on an inbox channel of its own, and the key
+ * that seals `requestState` is one for all of them (kept in Redis), so any instance can read which
+ * instance a state belongs to; alone, an instance has its own key and nobody to forward to.
+ */
+export interface WaitingCallRelay {
+  readonly instance: string;
+  /** The key `requestState` is sealed with. */
+  readonly key: Uint8Array | string;
+  /** Sends `retry` to `instance` and resolves with its round's outcome; `undefined` when nobody listens there (the instance is gone). */
+  forward(instance: string, retry: ForwardedRetry, signal: AbortSignal): Promise<RoundOutcome | undefined>;
+  /** Answers the retries forwarded to this instance with `serve`. */
+  listen(serve: (retry: ForwardedRetry) => Promise<RoundOutcome>): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class LocalWaitingCallRelay implements WaitingCallRelay {
+  readonly instance = randomUUID();
+  readonly key = randomBytes(32);
+
+  async forward(): Promise<undefined> {
+    return undefined;
+  }
+
+  async listen(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+export class RedisWaitingCallRelay implements WaitingCallRelay {
+  readonly instance = randomUUID();
+  private readonly pending = new Map<string, (outcome: RoundOutcome) => void>();
+  private serve?: (retry: ForwardedRetry) => Promise<RoundOutcome>;
+
+  private constructor(
+    private readonly redis: Redis,
+    private readonly subscriber: Redis,
+    private readonly prefix: string,
+    readonly key: string,
+  ) {
+    subscriber.on('message', (_channel: string, text: string) => this.hear(JSON.parse(text) as RelayMessage));
+  }
+
+  /** Connects, and takes the instances' shared key (the first instance to start makes it). */
+  static async connect(url: string, prefix: string): Promise<RedisWaitingCallRelay> {
+    const [redis, subscriber] = await connectRedis(url, 2);
+    const name = `${prefix}mcp:request-state-key`;
+    await redis.set(name, randomBytes(32).toString('base64'), 'NX');
+    const key = (await redis.get(name))!;
+    const relay = new RedisWaitingCallRelay(redis, subscriber, prefix, key);
+    await subscriber.subscribe(relay.inbox(relay.instance));
+    return relay;
+  }
+
+  async forward(instance: string, retry: ForwardedRetry, signal: AbortSignal): Promise<RoundOutcome | undefined> {
+    const id = randomUUID();
+    const outcome = new Promise<RoundOutcome>((resolve) => this.pending.set(id, resolve));
+    const message: RelayMessage = { kind: 'retry', id, from: this.instance, retry };
+    try {
+      if ((await this.redis.publish(this.inbox(instance), JSON.stringify(message))) === 0) return undefined;
+      // The round may last as long as the call: until it ends or asks again, or this retry's client leaves.
+      const left = new Promise<RoundOutcome>((resolve) =>
+        signal.addEventListener('abort', () => resolve({ error: { code: -32000, message: 'The client went away' } }), { once: true }),
+      );
+      return await Promise.race([outcome, left]);
+    } finally {
+      this.pending.delete(id);
+    }
+  }
+
+  async listen(serve: (retry: ForwardedRetry) => Promise<RoundOutcome>): Promise<void> {
+    this.serve = serve;
+  }
+
+  async close(): Promise<void> {
+    this.pending.clear();
+    await Promise.all([this.subscriber, this.redis].map((client) => client.quit().catch(() => client.disconnect())));
+  }
+
+  private hear(message: RelayMessage): void {
+    if (message.kind === 'outcome') return this.pending.get(message.id)?.(message.outcome);
+    const serve = this.serve;
+    if (!serve) return;
+    void serve(message.retry).then((outcome) =>
+      this.redis.publish(this.inbox(message.from), JSON.stringify({ kind: 'outcome', id: message.id, outcome } satisfies RelayMessage)).catch(() => undefined),
+    );
+  }
+
+  private inbox(instance: string): string {
+    return `${this.prefix}mcp:waiting-calls:${instance}`;
+  }
+}
