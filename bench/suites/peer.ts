@@ -1,5 +1,6 @@
 import { execFileSync } from 'child_process';
-import { readdirSync, readFileSync } from 'fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
 import { join } from 'path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
@@ -37,7 +38,7 @@ function provideWebSocket(): void {
  * failing on any answer but the text "5". Every client it opens is remembered in `opened`, so the
  * caller can close them all, including those left open when another failed to connect.
  */
-function sdkClient(name: string, url: (port: number) => string, opened: Set<Client>): ProtocolClient {
+function sdkClient(name: string, url: (port: number) => string, opened: Set<Client>, tool: string): ProtocolClient {
   return {
     name,
     async connect(port) {
@@ -46,7 +47,7 @@ function sdkClient(name: string, url: (port: number) => string, opened: Set<Clie
       await client.connect(new WebSocketClientTransport(new URL(url(port))), { timeout: CALL_TIMEOUT_MS });
       return {
         call: async () => {
-          const result = await client.callTool({ name: 'calculator', arguments: { a: 2, b: 3 } }, undefined, { timeout: CALL_TIMEOUT_MS });
+          const result = await client.callTool({ name: tool, arguments: { a: 2, b: 3 } }, undefined, { timeout: CALL_TIMEOUT_MS });
           const content = result.content as { type: string; text?: string }[] | undefined;
           expectAnswer(!result.isError && content?.[0]?.text === '5', result, `a tools/call through ${name}`);
         },
@@ -54,6 +55,32 @@ function sdkClient(name: string, url: (port: number) => string, opened: Set<Clie
       };
     },
   };
+}
+
+/** The calculator's stdio MCP server, as a command line. */
+const calculatorCommand = () => [process.execPath, join(BENCH_BUILD, 'servers', 'calculator-stdio-server.js')];
+
+/**
+ * The gateway doing supergateway's job: the same stdio calculator as an upstream MCP server
+ * (`MCP_SERVERS_FILE`, prefix `calc`), its tool served on the plain MCP WebSocket as `calc.calculator`.
+ */
+function federatingGatewayServer(serversFile: string): (port: number) => ServerSpec {
+  return (port) => ({ ...gatewayServer(port, { MCP_SERVERS_FILE: serversFile }), name: 'gateway (upstream)' });
+}
+
+/** Waits until the gateway on `port` lists the upstream's tool: the upstream starts after the gateway listens. */
+async function untilUpstreamTool(port: number, tool: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  const client = new Client({ name: 'bench-ready', version: '1' });
+  await client.connect(new WebSocketClientTransport(new URL(`ws://127.0.0.1:${port}/mcp?token=${BENCH_TOKEN}`)));
+  try {
+    while (!(await client.listTools()).tools.some((each) => each.name === tool)) {
+      if (Date.now() > deadline) throw new Error(`The gateway did not list ${tool} within 20 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await client.close();
+  }
 }
 
 /** A word for `sh -c`, whatever the path holds. */
@@ -66,7 +93,7 @@ const shellWord = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
  * Preloaded with loopback-only: it has no option to listen on anything but every interface.
  */
 function supergatewayServer(port: number): ServerSpec {
-  const child = [process.execPath, join(BENCH_BUILD, 'servers', 'calculator-stdio-server.js')].map(shellWord).join(' ');
+  const child = calculatorCommand().map(shellWord).join(' ');
   return {
     name: 'supergateway',
     args: [
@@ -157,10 +184,11 @@ async function measure(
   server: ServerProcess,
   connections: number,
   bounds: LoopBounds,
+  tool = 'calculator',
 ): Promise<ThroughputFigures> {
   const opened = new Set<Client>();
   try {
-    return await measureThroughput(server, sdkClient(name, url, opened), connections, bounds);
+    return await measureThroughput(server, sdkClient(name, url, opened, tool), connections, bounds);
   } finally {
     await Promise.allSettled([...opened].map((client) => client.close()));
   }
@@ -176,19 +204,33 @@ async function measure(
 export async function benchPeer(options: PeerOptions): Promise<void> {
   provideWebSocket();
   const countChild = canReadProc();
-  for (const connections of options.connections) {
-    const peer = await withServer(supergatewayServer, (server) =>
-      measure('supergateway', (port) => `ws://127.0.0.1:${port}/message`, countChild ? withDescendantsCpu(server) : server, connections, options.bounds),
-    );
-    const gateway = await withServer(gatewayServer, (server) =>
-      measure('gateway', (port) => `ws://127.0.0.1:${port}/mcp?token=${BENCH_TOKEN}`, server, connections, options.bounds),
-    );
-    emit({
-      figure: 'peer_mcp_tools_call',
-      connections,
-      gateway,
-      peer: { name: PEER_NAME, ...peer, cpu_includes_stdio_child: countChild },
-      ratio: { calls_per_s: ratio(gateway.calls_per_s, peer.calls_per_s), p50: ratio(gateway.p50_ms, peer.p50_ms), p99: ratio(gateway.p99_ms, peer.p99_ms) },
-    });
+  const gatewayUrl = (port: number) => `ws://127.0.0.1:${port}/mcp?token=${BENCH_TOKEN}`;
+  const directory = mkdtempSync(join(tmpdir(), 'bench-peer-'));
+  const serversFile = join(directory, 'mcp-servers.json');
+  const [command, ...args] = calculatorCommand();
+  writeFileSync(serversFile, JSON.stringify({ mcpServers: { calc: { command, args } } }));
+  try {
+    for (const connections of options.connections) {
+      const peer = await withServer(supergatewayServer, (server) =>
+        measure('supergateway', (port) => `ws://127.0.0.1:${port}/message`, countChild ? withDescendantsCpu(server) : server, connections, options.bounds),
+      );
+      const gateway = await withServer(gatewayServer, (server) => measure('gateway', gatewayUrl, server, connections, options.bounds));
+      // The same stdio server behind each: the gateway's upstream client against supergateway's pipe.
+      const federating = await withServer(federatingGatewayServer(serversFile), async (server) => {
+        await untilUpstreamTool(server.port, 'calc.calculator');
+        return measure('gateway (upstream)', gatewayUrl, countChild ? withDescendantsCpu(server) : server, connections, options.bounds, 'calc.calculator');
+      });
+      emit({
+        figure: 'peer_mcp_tools_call',
+        connections,
+        gateway,
+        gateway_upstream: { ...federating, cpu_includes_stdio_child: countChild },
+        peer: { name: PEER_NAME, ...peer, cpu_includes_stdio_child: countChild },
+        ratio: { calls_per_s: ratio(gateway.calls_per_s, peer.calls_per_s), p50: ratio(gateway.p50_ms, peer.p50_ms), p99: ratio(gateway.p99_ms, peer.p99_ms) },
+        upstream_ratio: { calls_per_s: ratio(federating.calls_per_s, peer.calls_per_s), cpu_per_call: ratio(federating.server_cpu_us_per_call, peer.server_cpu_us_per_call) },
+      });
+    }
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
   }
 }
