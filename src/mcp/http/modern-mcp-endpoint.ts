@@ -25,6 +25,7 @@ import { newId } from '../../core/new-id';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
+import { wordsOf } from '../mcp.errors';
 import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
 import { McpTasks } from '../tasks/mcp-tasks.service';
@@ -221,7 +222,7 @@ async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
   try {
     return await request();
   } catch (error) {
-    if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ''), error.data);
+    if (error instanceof McpError) throw new ProtocolError(error.code, wordsOf(error), error.data);
     throw error;
   }
 }

@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
+import { wordsOf } from '../mcp.errors';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
@@ -277,8 +278,8 @@ export class WaitingToolCalls {
     try {
       return { result: await this.resumeHere(retry.call, retry.principal, retry.tool, retry.responses, context, {}) };
     } catch (error) {
-      const { code, message, data } = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
-      return { error: { code, message: message.replace(/^MCP error -?\d+: /, ''), data } };
+      const failure = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
+      return { error: { code: failure.code, message: wordsOf(failure), data: failure.data } };
     }
   }
 
