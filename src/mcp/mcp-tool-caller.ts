@@ -14,13 +14,22 @@ import type { ToolCaller } from '../core/tools/tool-definition';
 
 const SEVERITY: readonly LoggingLevel[] = LoggingLevelSchema.options;
 
-/** The server-to-client requests a tool may relay, with the client capability each needs and the schema of its answer. */
-const RELAYED_REQUESTS = {
+/** The questions a tool may put to its client (server-to-client requests), with the client capability each needs and the schema of its answer. */
+export const CLIENT_QUESTIONS = {
   'elicitation/create': { capability: 'elicitation', result: ElicitResultSchema },
   'sampling/createMessage': { capability: 'sampling', result: CreateMessageResultSchema },
 } as const;
 
-type RelayedMethod = keyof typeof RELAYED_REQUESTS;
+export type QuestionMethod = keyof typeof CLIENT_QUESTIONS;
+
+/** Why `method` cannot be put to a client that declared `capabilities`; `undefined` when it can. */
+export function questionRefusal(method: string, capabilities: Record<string, unknown> | undefined): McpError | undefined {
+  const question = CLIENT_QUESTIONS[method as QuestionMethod];
+  if (!question) return new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`);
+  if (capabilities?.[question.capability]) return undefined;
+  const why = `it did not declare the ${question.capability} capability`;
+  return new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: ${why}`);
+}
 
 /** The level a session asked for with `logging/setLevel`; messages below it are not sent. */
 export class SessionLogLevel {
@@ -55,15 +64,9 @@ export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerR
       if (logLevel.admits(message.level)) await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
     },
     request: async (method, params, signal) => {
-      const relayed = RELAYED_REQUESTS[method as RelayedMethod];
-      if (!relayed) throw new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`);
-      if (!server.getClientCapabilities()?.[relayed.capability]) {
-        throw new McpError(
-          ErrorCode.InvalidRequest,
-          `The client that made this call cannot answer ${method}: it did not declare the ${relayed.capability} capability`,
-        );
-      }
-      return extra.sendRequest({ method, params } as ServerRequest, relayed.result, { signal });
+      const refusal = questionRefusal(method, server.getClientCapabilities());
+      if (refusal) throw refusal;
+      return extra.sendRequest({ method, params } as ServerRequest, CLIENT_QUESTIONS[method as QuestionMethod].result, { signal });
     },
   };
 }

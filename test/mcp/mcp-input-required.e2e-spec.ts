@@ -5,7 +5,7 @@ import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
 import { modernRequest } from '../support/mcp-http';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
 import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
-import { serversFile, upstreamIn } from '../support/upstreams';
+import { serversFile, until, upstreamIn } from '../support/upstreams';
 
 const TOKEN = 'token-of-the-input-required-tests';
 const OTHER_TOKEN = 'another-token-of-the-input-required-tests';
@@ -20,6 +20,13 @@ const NAME_QUESTION = {
 const ASKING_TOOLS: UpstreamTool[] = [
   {
     tool: { name: 'ask_name', description: "Asks the user's name", inputSchema: objectSchema },
+    run: async (_args, _meta, extra) => {
+      const answer = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
+      return text(answer.action === 'accept' ? `Hello ${answer.content?.name}` : `no answer (${answer.action})`);
+    },
+  },
+  {
+    tool: { name: 'ask_in_task', description: "Asks the user's name; may run as a task", inputSchema: objectSchema, execution: { taskSupport: 'optional' } },
     run: async (_args, _meta, extra) => {
       const answer = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
       return text(answer.action === 'accept' ? `Hello ${answer.content?.name}` : `no answer (${answer.action})`);
@@ -165,6 +172,52 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     expect(JSON.stringify(answer.result?.content)).toContain('did not declare the elicitation capability');
   });
 
+  const TASKS = { 'io.modelcontextprotocol/tasks': {} };
+
+  /** Polls `tasks/get` on `replica` until the task's status is no longer `working`. */
+  async function settledTask(replica: RunningGateway, taskId: string): Promise<Record<string, any>> {
+    let task: Record<string, any> = {};
+    await until(
+      async () => (task = (await modernRequest(replica, TOKEN, 'tasks/get', { taskId }, { extensions: TASKS })).result!).status !== 'working',
+      10_000,
+      `task ${taskId} to move`,
+    );
+    return task;
+  }
+
+  it("asks a task's question through the task: input_required in tasks/get, the answer by tasks/update, then the result", async () => {
+    const started = await modernRequest(gateway, TOKEN, 'tools/call', { name: 'asking.ask_in_task', arguments: {} }, { elicitation: {}, extensions: TASKS });
+    expect(started.result).toMatchObject({ resultType: 'task', status: 'working' });
+    const { taskId } = started.result!;
+    const asking = await settledTask(gateway, taskId);
+    expect(asking).toMatchObject({ status: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create', params: NAME_QUESTION } } });
+    // An answer to a key that is not open is ignored; an answer that is not one leaves the question open.
+    await modernRequest(gateway, TOKEN, 'tasks/update', { taskId, inputResponses: { 'elicitation-9': { action: 'decline' } } }, { extensions: TASKS });
+    const updated = await modernRequest(
+      gateway,
+      TOKEN,
+      'tasks/update',
+      { taskId, inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Ada' } } } },
+      { extensions: TASKS },
+    );
+    expect(updated.result).toMatchObject({ resultType: 'complete' });
+    let task: Record<string, any> = {};
+    await until(
+      async () => (task = (await modernRequest(gateway, TOKEN, 'tasks/get', { taskId }, { extensions: TASKS })).result!).status === 'completed',
+      10_000,
+      'the task to complete',
+    );
+    expect(task.result).toMatchObject({ content: [{ type: 'text', text: 'Hello Ada' }] });
+    expect(task.inputRequests).toBeUndefined();
+  });
+
+  it("refuses a task's question when the client that started it did not declare the capability", async () => {
+    const started = await modernRequest(gateway, TOKEN, 'tools/call', { name: 'asking.ask_in_task', arguments: {} }, { extensions: TASKS });
+    const task = await settledTask(gateway, started.result!.taskId);
+    expect(task).toMatchObject({ status: 'completed', result: { isError: true } });
+    expect(JSON.stringify(task.result)).toContain('did not declare the elicitation capability');
+  });
+
   describe('across instances, with Redis', () => {
     const prefix = uniquePrefix();
     const replicas: RunningGateway[] = [];
@@ -202,6 +255,28 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
       // Another token's retry is refused on the instance that received it, before anything is relayed.
       const other = await modernRequest(b, OTHER_TOKEN, 'tools/call', { name: 'asking.ask_name', arguments: {}, requestState: first.result!.requestState }, {});
       expect(other.error).toMatchObject({ code: -32602 });
+    });
+
+    it("shows a task's question on another instance, and takes its answer there", async () => {
+      const [a, b] = replicas;
+      const started = await modernRequest(a, TOKEN, 'tools/call', { name: 'asking.ask_in_task', arguments: {} }, { elicitation: {}, extensions: TASKS });
+      const { taskId } = started.result!;
+      expect(await settledTask(b, taskId)).toMatchObject({ status: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
+      expect((await modernRequest(b, OTHER_TOKEN, 'tasks/get', { taskId }, { extensions: TASKS })).error).toMatchObject({ code: -32602 });
+      await modernRequest(
+        b,
+        TOKEN,
+        'tasks/update',
+        { taskId, inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Kim' } } } },
+        { extensions: TASKS },
+      );
+      let task: Record<string, any> = {};
+      await until(
+        async () => (task = (await modernRequest(b, TOKEN, 'tasks/get', { taskId }, { extensions: TASKS })).result!).status === 'completed',
+        10_000,
+        'the task to complete',
+      );
+      expect(task.result).toMatchObject({ content: [{ type: 'text', text: 'Hello Kim' }] });
     });
 
     it('refuses a retry whose instance is gone, with the reason', async () => {

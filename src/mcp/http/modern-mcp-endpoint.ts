@@ -167,7 +167,7 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
           const { params } = request;
           if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, params.name, context, roundCaller(context));
           if (acceptsTasks(context) && this.mcp.runsAsTask(params.name, principal)) {
-            return this.tasks.start(principal, context, params, (signal) => this.mcp.call(params, scope.withSignal(signal), {}));
+            return this.tasks.start(principal, context, params, (signal, caller) => this.mcp.call(params, scope.withSignal(signal), { caller }));
           }
           return this.waitingCalls.start(principal, params.name, context, roundCaller(context), (caller, signal) =>
             this.mcp.call(params, scope.withSignal(signal), { caller }),

@@ -2,7 +2,10 @@ import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfa
 import { CallToolResult, ErrorCode, McpError, Task } from '@modelcontextprotocol/sdk/types.js';
 import { CLIENT_CAPABILITIES_META_KEY, Server, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { ToolCaller } from '../../core/tools/tool-definition';
 import { McpTasks } from '../tasks/mcp-tasks.service';
+import { TaskCaller } from './task-caller';
+import { capabilitiesOf } from './waiting-tool-calls';
 
 /** The Tasks extension of the 2026-07-28 revision (SEP-2663), as clients and servers name it in their capabilities. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -22,16 +25,25 @@ export function acceptsTasks(context: ServerContext): boolean {
  * The tasks are the 2025 revision's ({@link McpTasks}): the same store (Redis with `REDIS_URL`, so
  * any replica answers), limits and owner, so another principal's task is not found.
  *
- * A task's call has no client to ask (as in 2025): its questions are refused, so a task never
- * waits for input and `tasks/update` has nothing to answer.
+ * A task's call asks its client through the task: `input_required`, the questions in `tasks/get`,
+ * the answers by `tasks/update` ({@link TaskCaller}).
  */
 export class ModernTasks {
   constructor(private readonly tasks: McpTasks) {}
 
-  /** Starts `call` as a task of `principal` and answers with the task. */
-  async start(principal: string, context: ServerContext, params: Record<string, unknown>, call: (signal: AbortSignal) => Promise<CallToolResult>) {
+  /** Starts `call` as a task of `principal` and answers with the task; the call's questions go through the task ({@link TaskCaller}). */
+  async start(
+    principal: string,
+    context: ServerContext,
+    params: Record<string, unknown>,
+    call: (signal: AbortSignal, caller: ToolCaller) => Promise<CallToolResult>,
+  ) {
     const starter = this.tasks.starterFor(principal, { id: context.mcpReq.id, method: context.mcpReq.method, params });
-    const { task } = await this.tasks.start(starter, undefined, call);
+    const capabilities = capabilitiesOf(context);
+    const store = this.tasks.ownedBy(principal);
+    const { task } = await this.tasks.start(starter, undefined, (signal, { taskId }) =>
+      call(signal, new TaskCaller(taskId, principal, store, this.tasks.inputs, capabilities)),
+    );
     return { resultType: 'task', ...wireTask(task) };
   }
 
@@ -44,11 +56,13 @@ export class ModernTasks {
       const task = await known(taskId);
       // A tool that failed is a completed call whose result says so (`isError`); `failed` is for protocol errors.
       if (task.status === 'completed' || task.status === 'failed') return { ...wireTask(task), status: 'completed', result: await store.getTaskResult(taskId) };
+      if (task.status === 'input_required') return { ...wireTask(task), inputRequests: await this.tasks.inputs.questions(taskId, principal) };
       return wireTask(task);
     });
-    // The SDK lifts `inputResponses` out of the params (`context.mcpReq.inputResponses`); there is never a question to answer here.
-    server.setRequestHandler('tasks/update', { params: TaskOf }, async ({ taskId }) => {
+    // The SDK lifts `inputResponses` out of the params, to `context.mcpReq.inputResponses`.
+    server.setRequestHandler('tasks/update', { params: TaskOf }, async ({ taskId }, context) => {
       await known(taskId);
+      await this.tasks.inputs.answer(taskId, principal, context.mcpReq.inputResponses ?? {});
       return {};
     });
     server.setRequestHandler('tasks/cancel', { params: TaskOf }, async ({ taskId }) => {

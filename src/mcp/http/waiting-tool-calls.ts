@@ -1,4 +1,4 @@
-import { CallToolResult, CreateMessageResultSchema, ElicitResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
@@ -10,18 +10,11 @@ import {
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { wordsOf } from '../mcp.errors';
+import { CLIENT_QUESTIONS, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
 export const RETRY_WINDOW_SECONDS = 600;
-
-/** The questions a tool may put to a 2026 client, with the capability each needs and the schema of its answer. */
-const QUESTIONS = {
-  'elicitation/create': { capability: 'elicitation', answer: ElicitResultSchema },
-  'sampling/createMessage': { capability: 'sampling', answer: CreateMessageResultSchema },
-} as const;
-
-type QuestionMethod = keyof typeof QUESTIONS;
 
 /** What a 2026 client of one round sees of the call: its progress and log relays, built per round ({@link WaitingToolCalls}). */
 export type RoundCaller = Pick<ToolCaller, 'progress' | 'log'>;
@@ -95,7 +88,7 @@ class WaitingToolCall {
     for (const [key, value] of Object.entries(responses ?? {})) {
       const question = this.questions.get(key);
       if (!question) continue;
-      const parsed = QUESTIONS[question.method].answer.safeParse(value);
+      const parsed = CLIENT_QUESTIONS[question.method].result.safeParse(value);
       if (!parsed.success)
         throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
       answered.push([question, parsed.data as Record<string, unknown>]);
@@ -136,14 +129,11 @@ class WaitingToolCall {
   }
 
   private ask(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const question = QUESTIONS[method as QuestionMethod];
-    if (!question) return Promise.reject(new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`));
-    if (!this.capabilities[question.capability]) {
-      const why = `it did not declare the ${question.capability} capability`;
-      return Promise.reject(new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: ${why}`));
-    }
+    const refusal = questionRefusal(method, this.capabilities);
+    if (refusal) return Promise.reject(refusal);
     if (!this.registry.admit(this))
       return Promise.reject(new McpError(ErrorCode.InvalidRequest, `${method} is not relayed: too many calls of this client wait for input`));
+    const question = CLIENT_QUESTIONS[method as QuestionMethod];
     const key = `${question.capability}-${++this.asked}`;
     return new Promise((resolve, reject) => {
       const withdraw = () => {
@@ -293,6 +283,7 @@ function bindingOf(context: ServerContext): string {
   return `${context.mcpReq.method}\0${String(context.http?.authInfo?.extra?.principal ?? '')}`;
 }
 
-function capabilitiesOf(context: ServerContext): Record<string, unknown> {
+/** The capabilities the client of a 2026 request declared in its envelope. */
+export function capabilitiesOf(context: ServerContext): Record<string, unknown> {
   return (context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as Record<string, unknown> | undefined) ?? {};
 }

@@ -2,16 +2,17 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type { CreateTaskResult } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
 import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolResult, ErrorCode, McpError, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResult, ErrorCode, McpError, RequestId, Task } from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { BoundedMemoryTaskStore } from './memory-task-store';
 import { RedisTaskStore } from './redis-task-store';
+import { MemoryTaskInputs, TaskInputs } from './task-inputs';
 
 /** What starting a task needs of a store: the SDK's store of one request, or {@link McpTasks.starterFor}'s. */
 export type TaskStarter = Pick<RequestTaskStore, 'createTask' | 'getTask' | 'storeTaskResult'>;
 
 /** How often a running task looks whether its client cancelled it (`tasks/cancel` may reach another instance). */
-const POLL_INTERVAL_MS = 1000;
+export const POLL_INTERVAL_MS = 1000;
 
 /**
  * MCP tasks (protocol revision 2025-11-25): a client may run a long tool (`execution.taskSupport:
@@ -26,6 +27,8 @@ const POLL_INTERVAL_MS = 1000;
 export class McpTasks implements OnApplicationShutdown {
   private readonly logger = new Logger('MCP');
   private readonly store: BoundedMemoryTaskStore | RedisTaskStore;
+  /** What running tasks ask their clients, beside the tasks: in Redis with them, else here. */
+  readonly inputs: TaskInputs;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
     const limits = { maxTtlMs: config.mcp.tasks.ttlMs, maxTasksPerOwner: config.mcp.tasks.maxPerPrincipal };
@@ -34,6 +37,7 @@ export class McpTasks implements OnApplicationShutdown {
       redisUrl && config.mcp.enabled
         ? RedisTaskStore.connect(redisUrl, redisKeyPrefix, { ...limits, pollIntervalMs: POLL_INTERVAL_MS })
         : new BoundedMemoryTaskStore(limits);
+    this.inputs = this.store instanceof RedisTaskStore ? this.store : new MemoryTaskInputs();
   }
 
   /** The store as `principal`'s sessions see it: its own tasks, whichever session or instance asks. */
@@ -54,7 +58,8 @@ export class McpTasks implements OnApplicationShutdown {
     const store = this.ownedBy(principal);
     return {
       createTask: (params) => store.createTask(params, request.id, { method: request.method, params: request.params }),
-      getTask: async (taskId) => (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found')),
+      getTask: async (taskId) =>
+        (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found')),
       storeTaskResult: (taskId, status, result) => store.storeTaskResult(taskId, status, result),
     };
   }
@@ -65,7 +70,11 @@ export class McpTasks implements OnApplicationShutdown {
    * (`failed` when the tool failed, or the call failed with an error, whose message is the
    * result's text), unless the task was cancelled or has expired meanwhile.
    */
-  async start(tasks: TaskStarter, ttl: number | null | undefined, call: (signal: AbortSignal) => Promise<CallToolResult>): Promise<CreateTaskResult> {
+  async start(
+    tasks: TaskStarter,
+    ttl: number | null | undefined,
+    call: (signal: AbortSignal, task: Task) => Promise<CallToolResult>,
+  ): Promise<CreateTaskResult> {
     const task = await tasks.createTask({ ttl: ttl ?? undefined });
     const stop = new AbortController();
     const watch = setInterval(() => {
@@ -75,14 +84,17 @@ export class McpTasks implements OnApplicationShutdown {
       );
     }, POLL_INTERVAL_MS);
     watch.unref();
-    void call(stop.signal)
-      .then(async (result) => {
-        if (stop.signal.aborted) return;
-        await tasks.storeTaskResult(task.taskId, result.isError ? 'failed' : 'completed', result);
-      }, async (error: unknown) => {
-        if (stop.signal.aborted) return;
-        await tasks.storeTaskResult(task.taskId, 'failed', { content: [{ type: 'text', text: (error as Error).message }], isError: true });
-      })
+    void call(stop.signal, task)
+      .then(
+        async (result) => {
+          if (stop.signal.aborted) return;
+          await tasks.storeTaskResult(task.taskId, result.isError ? 'failed' : 'completed', result);
+        },
+        async (error: unknown) => {
+          if (stop.signal.aborted) return;
+          await tasks.storeTaskResult(task.taskId, 'failed', { content: [{ type: 'text', text: (error as Error).message }], isError: true });
+        },
+      )
       .catch((error: unknown) => this.logger.warn(`MCP task ${task.taskId} could not keep its result: ${(error as Error).message}`))
       .finally(() => clearInterval(watch));
     return { task };

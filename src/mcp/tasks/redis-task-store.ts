@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { isTerminal, type CreateTaskOptions, type TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { ErrorCode, McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
+import type { TaskInputs, TaskQuestion } from './task-inputs';
 
 /** Largest stored result (and original request), as UTF-8 JSON: a task's hash must stay a bounded Redis value. */
 export const MAX_TASK_PAYLOAD_BYTES = 2 * 1024 * 1024;
@@ -57,6 +58,24 @@ const SCRIPTS = {
       end
       return 'ok'`,
   },
+  setMcpTaskInput: {
+    numberOfKeys: 1,
+    // ARGV: owner, field, value ('' removes the field). Returns 1, or 0 when the task is gone or another owner's.
+    lua: `
+      if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+      if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[2]) else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
+      return 1`,
+  },
+  answerMcpTask: {
+    numberOfKeys: 1,
+    // ARGV: owner, then key/answer JSON pairs; an answer is kept only for an open question (a 'question:<key>' field).
+    lua: `
+      if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+      for i = 2, #ARGV, 2 do
+        if redis.call('HEXISTS', KEYS[1], 'question:' .. ARGV[i]) == 1 then redis.call('HSET', KEYS[1], 'answer:' .. ARGV[i], ARGV[i + 1]) end
+      end
+      return 1`,
+  },
   listMcpTasks: {
     numberOfKeys: 1,
     // KEYS: the owner's set only. ARGV: now, cursor's score ('' for the first page), cursor's task id, count.
@@ -98,14 +117,15 @@ export interface RedisTaskStoreOptions {
  * owner's tasks, and every task expires (after at most `maxTtlMs`).
  *
  * Per task, a hash `<prefix>mcp-task:{<owner digest>}:<task id>` (owner, status, statusMessage,
- * terminal, ttl, createdAt, lastUpdatedAt, pollInterval, requestId, request and result as JSON),
+ * terminal, ttl, createdAt, lastUpdatedAt, pollInterval, requestId, request and result as JSON;
+ * while it asks its client something, `question:<key>` and the answers not yet taken, `answer:<key>`),
  * expiring after the task's ttl from creation and again from when it reaches a terminal status,
  * as `InMemoryTaskStore` restarts its cleanup timer then. Per owner, a sorted set
  * `<prefix>mcp-tasks:{<owner digest>}` of task ids scored by expiry time, which counts the
  * owner's tasks across replicas and orders its listing. The owner's digest is the hash tag, so
  * a Redis Cluster keeps an owner's keys in one slot, and another owner's lookup reads another key.
  */
-export class RedisTaskStore implements TaskStore {
+export class RedisTaskStore implements TaskStore, TaskInputs {
   private connecting: Promise<ScriptedRedis> | undefined;
   private closed = false;
 
@@ -229,6 +249,48 @@ export class RedisTaskStore implements TaskStore {
     });
     const last = page[page.length - 1];
     return more ? { tasks, nextCursor: Buffer.from(`${last.score}:${last.taskId}`).toString('base64url') } : { tasks };
+  }
+
+  /** {@link TaskInputs.setQuestion}: `question:<key>` in the task's hash, and the `answer:<key>` beside it removed. */
+  async setQuestion(taskId: string, owner: string, key: string, question: TaskQuestion | undefined): Promise<void> {
+    const redis = await this.client();
+    const [task] = this.keys(taskId, owner);
+    await redis.setMcpTaskInput(task, owner, `answer:${key}`, '');
+    await redis.setMcpTaskInput(task, owner, `question:${key}`, question ? boundedJson(question, `A question of task ${taskId}`) : '');
+  }
+
+  async questions(taskId: string, owner: string): Promise<Record<string, TaskQuestion>> {
+    if (!TASK_ID.test(taskId)) return {};
+    const redis = await this.client();
+    const [task] = this.keys(taskId, owner);
+    const questions: Record<string, TaskQuestion> = {};
+    let cursor = '0';
+    do {
+      const [next, fields] = await redis.hscan(task, cursor, 'MATCH', 'question:*', 'COUNT', 100);
+      for (let i = 0; i < fields.length; i += 2) questions[fields[i].slice('question:'.length)] = JSON.parse(fields[i + 1]) as TaskQuestion;
+      cursor = next;
+    } while (cursor !== '0');
+    return questions;
+  }
+
+  async answer(taskId: string, owner: string, answers: Record<string, unknown>): Promise<void> {
+    if (!TASK_ID.test(taskId)) return;
+    const pairs = Object.entries(answers).flatMap(([key, answer]) => [key, boundedJson(answer, `An answer to task ${taskId}`)]);
+    if (pairs.length === 0) return;
+    const redis = await this.client();
+    await redis.answerMcpTask(this.keys(taskId, owner)[0], owner, ...pairs);
+  }
+
+  async takeAnswers(taskId: string, owner: string, keys: string[]): Promise<Record<string, unknown>> {
+    if (keys.length === 0) return {};
+    const redis = await this.client();
+    const [task] = this.keys(taskId, owner);
+    const fields = keys.map((key) => `answer:${key}`);
+    const values = await redis.hmget(task, ...fields);
+    const taken: Record<string, unknown> = {};
+    values.forEach((value, i) => value !== null && (taken[keys[i]] = JSON.parse(value)));
+    if (Object.keys(taken).length > 0) await redis.hdel(task, ...Object.keys(taken).map((key) => `answer:${key}`));
+    return taken;
   }
 
   /** Ends the connection; later calls fail. */
