@@ -29,7 +29,7 @@ import { ANONYMOUS_PRINCIPAL } from '../core/auth/access-token.service';
 import { isPromise, MaybePromise, thenMaybe } from '../core/maybe-promise';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { ToolCallScope } from '../core/tools/tool-call-scope';
-import type { ToolDefinition } from '../core/tools/tool-definition';
+import type { ToolCaller, ToolDefinition } from '../core/tools/tool-definition';
 import type { ToolCallControls } from '../core/tools/tool-invoker';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
@@ -134,7 +134,7 @@ export class McpService {
     });
     let subscriptions: ResourceSubscriptions | undefined;
     if (servesContext) {
-      this.serveContext(server, scope);
+      this.serveContext(server, scope, logLevel);
       subscriptions = new ResourceSubscriptions(server, scope.principal, this.contextCatalogue);
       server.setRequestHandler(SetLevelRequestSchema, (request) => {
         logLevel.set(request.params.level);
@@ -183,9 +183,12 @@ export class McpService {
    * Resources, resource templates, prompts and completions of the upstream MCP servers (served
    * when `MCP_SERVERS_FILE` is set, to every session but a device's own server).
    */
-  private serveContext(server: Server, scope: ToolCallScope): void {
+  private serveContext(server: Server, scope: ToolCallScope, logLevel: SessionLogLevel): void {
     for (const [method, schema] of Object.entries(CONTEXT_REQUESTS) as [ContextMethod, (typeof CONTEXT_REQUESTS)[ContextMethod]][]) {
-      server.setRequestHandler(schema, (request, extra) => this.answerContext(method, request.params, scope.principal, extra.signal) as never);
+      server.setRequestHandler(
+        schema,
+        (request, extra) => this.answerContext(method, request.params, scope.principal, extra.signal, mcpToolCaller(server, extra, logLevel)) as never,
+      );
     }
   }
 
@@ -194,9 +197,15 @@ export class McpService {
    * caller's grant lets it see (see {@link ContextCatalogueService}), the request sent upstream
    * with the caller's cancellation, its refusals in MCP's words.
    */
-  answerContext(method: ContextMethod, params: unknown, principal: string | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+  answerContext(
+    method: ContextMethod,
+    params: unknown,
+    principal: string | undefined,
+    signal: AbortSignal,
+    caller?: ToolCaller,
+  ): Promise<Record<string, unknown>> {
     const catalogue = this.contextCatalogue;
-    const options = { signal };
+    const options = { signal, caller };
     const request = params as { uri: string; name: string; arguments?: Record<string, string> };
     switch (method) {
       case 'resources/list':

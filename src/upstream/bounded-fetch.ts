@@ -1,5 +1,4 @@
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { FetchLike, RequestId } from '@modelcontextprotocol/client';
 import { BoundedLineSplitter } from './bounded-lines';
 import { answeredRequestIdOfLine, DroppedMessage, OversizedAnswer, oversizedAnswer, oversizedAnswerError } from './oversized-answer';
 

@@ -1,7 +1,5 @@
-import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { deserializeMessage, JSONRPCMessage, serializeMessage, Transport } from '@modelcontextprotocol/client';
+import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { ChildProcess, spawn } from 'child_process';
 import { BoundedLineSplitter, OversizedLine } from './bounded-lines';
 import { answeredRequestIdOfLine, DroppedMessage, oversizedAnswer } from './oversized-answer';
@@ -58,6 +56,15 @@ export class BoundedStdioClientTransport implements Transport {
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * Never handed out (stderr is read here, line by line), but there: with `pid`, it is how the
+   * SDK's version negotiation tells a stdio transport, on which a server silent to the
+   * `server/discover` probe is a 2025 server, not an outage.
+   */
+  get stderr(): null {
+    return null;
   }
 
   start(): Promise<void> {

@@ -1,4 +1,4 @@
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { answeredRequestId, answeredRequestIdOfLine, oversizedAnswer, oversizedAnswerError, oversizedAnswerOf } from './oversized-answer';
 
 const BIG = 'x'.repeat(3000);
@@ -48,16 +48,19 @@ describe('the stand-in for an oversized answer', () => {
     expect(answer).toMatchObject({
       jsonrpc: '2.0',
       id: 7,
-      error: { code: ErrorCode.InternalError, message: 'the answer of 52428800 bytes is over MCP_UPSTREAM_MAX_RESULT_BYTES (2048 bytes) and was dropped' },
+      error: {
+        code: ProtocolErrorCode.InternalError,
+        message: 'the answer of 52428800 bytes is over MCP_UPSTREAM_MAX_RESULT_BYTES (2048 bytes) and was dropped',
+      },
     });
-    const asTheSdkRaisesIt = new McpError(answer.error.code, answer.error.message, answer.error.data);
+    const asTheSdkRaisesIt = new ProtocolError(answer.error.code, answer.error.message, answer.error.data);
     expect(oversizedAnswerOf(asTheSdkRaisesIt)).toEqual({ maxBytes: 2048, bytes: 52_428_800 });
     expect(oversizedAnswerOf(oversizedAnswerError({ maxBytes: 2048 }))).toEqual({ maxBytes: 2048 });
   });
 
   it("is not confused with an upstream's own errors", () => {
-    expect(oversizedAnswerOf(new McpError(ErrorCode.InternalError, 'boom'))).toBeUndefined();
-    expect(oversizedAnswerOf(new McpError(ErrorCode.InvalidParams, 'x', { oversizedAnswer: { maxBytes: 1 } }))).toBeUndefined();
+    expect(oversizedAnswerOf(new ProtocolError(ProtocolErrorCode.InternalError, 'boom'))).toBeUndefined();
+    expect(oversizedAnswerOf(new ProtocolError(ProtocolErrorCode.InvalidParams, 'x', { oversizedAnswer: { maxBytes: 1 } }))).toBeUndefined();
     expect(oversizedAnswerOf(new Error('plain'))).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { ErrorCode, JSONRPCErrorResponse, McpError, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCErrorResponse, ProtocolError, ProtocolErrorCode, RequestId } from '@modelcontextprotocol/client';
 import type { OversizedLine } from './bounded-lines';
 
 /** The setting that bounds an upstream's answers, named in every message about one dropped. */
@@ -89,17 +89,17 @@ function answerData({ maxBytes, bytes }: OversizedAnswer): Record<string, Oversi
  * so the SDK's client ends that call (and only that call) as the upstream had refused it.
  */
 export function oversizedAnswer(id: RequestId, answer: OversizedAnswer): JSONRPCErrorResponse {
-  return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: describeOversizedAnswer(answer), data: answerData(answer) } };
+  return { jsonrpc: '2.0', id, error: { code: ProtocolErrorCode.InternalError, message: describeOversizedAnswer(answer), data: answerData(answer) } };
 }
 
 /** {@link oversizedAnswer} as an error to throw, for a request whose id cannot be read. */
-export function oversizedAnswerError(answer: OversizedAnswer): McpError {
-  return new McpError(ErrorCode.InternalError, describeOversizedAnswer(answer), answerData(answer));
+export function oversizedAnswerError(answer: OversizedAnswer): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InternalError, describeOversizedAnswer(answer), answerData(answer));
 }
 
 /** The dropped answer a call failed with, when its error is {@link oversizedAnswer}'s stand-in. */
 export function oversizedAnswerOf(error: unknown): OversizedAnswer | undefined {
-  if (!(error instanceof McpError) || error.code !== ErrorCode.InternalError) return undefined;
+  if (!(error instanceof ProtocolError) || error.code !== ProtocolErrorCode.InternalError) return undefined;
   const answer = (error.data as Record<string, Partial<OversizedAnswer>> | undefined)?.[DATA_KEY];
   if (typeof answer?.maxBytes !== 'number') return undefined;
   return typeof answer.bytes === 'number' ? { maxBytes: answer.maxBytes, bytes: answer.bytes } : { maxBytes: answer.maxBytes };

@@ -30,7 +30,7 @@ describe('UpstreamCallers', () => {
     await expect(callers.request('upstream', 'sampling/createMessage', {}, signal)).resolves.toEqual({ answeredBy: 'first', method: 'sampling/createMessage' });
     let releaseSecond!: () => void;
     const second = callers.during(caller('second'), signal, () => new Promise<void>((resolve) => (releaseSecond = resolve)));
-    expect(() => callers.request('MCP server "x"', 'sampling/createMessage', {}, signal)).toThrow(
+    await expect(callers.request('MCP server "x"', 'sampling/createMessage', {}, signal)).rejects.toThrow(
       'sampling/createMessage from MCP server "x" is not relayed: the gateway cannot tell which call it belongs to',
     );
     releaseFirst();
@@ -39,10 +39,31 @@ describe('UpstreamCallers', () => {
     expect(callers.current()).toBeUndefined();
   });
 
+  it("asks for a 2026 answer's input the caller of the request it answered, and nobody else when that request has none", async () => {
+    const callers = new UpstreamCallers();
+    const mine = new AbortController().signal;
+    let release!: () => void;
+    const other = callers.during(caller('other'), signal, () => new Promise<void>((resolve) => (release = resolve)));
+    const seen = await callers.during(
+      caller('mine'),
+      mine,
+      () =>
+        // Read outside the call's context, as a stdio pipe's messages are.
+        new Promise((resolve) => setImmediate(() => resolve(callers.within(mine, () => callers.request('up', 'elicitation/create', {}, mine))))),
+    );
+    expect(seen).toEqual({ answeredBy: 'mine', method: 'elicitation/create' });
+    // A prompt's answer, with only one tool call in flight: not that call's caller's to answer.
+    await expect(callers.within(new AbortController().signal, () => callers.request('up', 'elicitation/create', {}, signal))).rejects.toThrow(
+      'the gateway cannot tell which call it belongs to',
+    );
+    release();
+    await other;
+  });
+
   it('refuses a request when the caller has no way to be asked', async () => {
     const callers = new UpstreamCallers();
     await callers.during({}, signal, async () => {
-      expect(() => callers.request('up', 'elicitation/create', {}, signal)).toThrow('is not relayed: its caller cannot be asked');
+      await expect(callers.request('up', 'elicitation/create', {}, signal)).rejects.toThrow('is not relayed: its caller cannot be asked');
     });
   });
 });

@@ -1,34 +1,44 @@
 import { AsyncLocalStorage } from 'async_hooks';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCaller } from '../core/tools/tool-definition';
-
-/** The caller of the upstream call whose request is being sent or whose answer stream is being read. */
-const callerOfThisStream = new AsyncLocalStorage<ToolCaller>();
+import { withoutMcpErrorPrefix } from './upstream-errors';
 
 /**
- * Who a message from an upstream is for: log messages and elicitation or sampling requests that
- * an upstream sends while a tool call runs belong to that call's caller, but MCP does not say
- * which call they belong to. Over Streamable HTTP they come on the call's own response stream,
- * which is read in the call's asynchronous context, so the caller is known exactly. Otherwise (a
- * stdio or SSE upstream, or the standalone GET stream) they go to the caller only while exactly
- * one call is in flight on that upstream; with several, nobody can tell, and nothing is relayed.
+ * The caller of the upstream call whose request is being sent or whose answer is being read;
+ * `null` while a 2026 answer of a call that has no caller asks for input.
  */
+const callerOfThisStream = new AsyncLocalStorage<ToolCaller | null>();
+
 /** One call in flight: the notifications still being relayed to its caller, and what ends the requests relayed for it. */
 interface CallInFlight {
   relays: Promise<void>;
   ended: AbortController;
 }
 
+/**
+ * Who a message from an upstream is for: log messages and elicitation or sampling requests that
+ * an upstream sends while a tool call runs belong to that call's caller, but MCP 2025 does not
+ * say which call they belong to. Over Streamable HTTP they come on the call's own response
+ * stream, which is read in the call's asynchronous context, so the caller is known exactly.
+ * Otherwise (a stdio or SSE upstream, or the standalone GET stream) they go to the caller only
+ * while exactly one call is in flight on that upstream; with several, nobody can tell, and
+ * nothing is relayed. A 2026 upstream asks for input in the answer of the call itself
+ * (`input_required`), so its requests always go to that call's caller ({@link within}).
+ */
 export class UpstreamCallers {
   /** The callers of the calls in flight. */
   private readonly inFlight = new Map<ToolCaller, CallInFlight>();
+  /** The caller of each call in flight, by the signal its request was sent with. */
+  private readonly bySignal = new WeakMap<AbortSignal, ToolCaller>();
 
   /**
-   * Runs `call` (one request to the upstream) on behalf of `caller`, and answers once what the
-   * upstream sent the caller before answering has been relayed, so the caller gets it in order.
-   * Requests relayed for the call that are still unanswered when it ends, or the moment `signal`
-   * stops it, are withdrawn: the upstream's own cancellation of them may never arrive (its call's
-   * stream is gone), and the caller must hear it before the call's answer.
+   * Runs `call` (one request to the upstream, sent with `signal`) on behalf of `caller`, and
+   * answers once what the upstream sent the caller before answering has been relayed, so the
+   * caller gets it in order. Requests relayed for the call that are still unanswered when it
+   * ends, or the moment `signal` stops it, are withdrawn: the upstream's own cancellation of
+   * them may never arrive (its call's stream is gone), and the caller must hear it before the
+   * call's answer.
    */
   async during<T>(caller: ToolCaller | undefined, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
     if (!caller) return call();
@@ -36,6 +46,7 @@ export class UpstreamCallers {
     const stop = () => entry.ended.abort();
     signal.addEventListener('abort', stop, { once: true });
     this.inFlight.set(caller, entry);
+    this.bySignal.set(signal, caller);
     try {
       const result = await callerOfThisStream.run(caller, call);
       await entry.relays;
@@ -43,8 +54,19 @@ export class UpstreamCallers {
     } finally {
       signal.removeEventListener('abort', stop);
       this.inFlight.delete(caller);
+      this.bySignal.delete(signal);
       entry.ended.abort();
     }
+  }
+
+  /**
+   * Runs `fulfil` (the SDK answering a 2026 `input_required` result of the request sent with
+   * `signal`) as the caller of that request, and as nobody when it has none: the SDK reads that
+   * answer wherever the upstream's messages arrive (a stdio child's pipe, for one), outside the
+   * call's asynchronous context, but it knows which request it answered.
+   */
+  within<T>(signal: AbortSignal | undefined, fulfil: () => T): T {
+    return callerOfThisStream.run((signal && this.bySignal.get(signal)) ?? null, fulfil);
   }
 
   /** Relays a notification to `caller` after those relayed to it before. */
@@ -57,6 +79,7 @@ export class UpstreamCallers {
   /** The caller the message being handled now is for, or `undefined` when it cannot be told. */
   current(): ToolCaller | undefined {
     const exact = callerOfThisStream.getStore();
+    if (exact === null) return undefined;
     if (exact && this.inFlight.has(exact)) return exact;
     if (this.inFlight.size !== 1) return undefined;
     return this.inFlight.keys().next().value;
@@ -64,14 +87,20 @@ export class UpstreamCallers {
 
   /**
    * Relays a request of the upstream's to the caller, until the upstream withdraws it or the call
-   * it came with ends; an McpError when there is nobody to ask.
+   * it came with ends; the caller's refusal, or a refusal when there is nobody to ask, as the
+   * error the upstream is answered with.
    */
-  request(label: string, method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+  async request(label: string, method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
     const caller = this.current();
     if (!caller?.request) {
       const why = caller ? 'its caller cannot be asked' : 'the gateway cannot tell which call it belongs to';
-      throw new McpError(ErrorCode.InvalidRequest, `${method} from ${label} is not relayed: ${why}`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} from ${label} is not relayed: ${why}`);
     }
-    return caller.request(method, params, AbortSignal.any([signal, this.inFlight.get(caller)!.ended.signal]));
+    try {
+      return await caller.request(method, params, AbortSignal.any([signal, this.inFlight.get(caller)!.ended.signal]));
+    } catch (error) {
+      if (error instanceof McpError) throw new ProtocolError(error.code, withoutMcpErrorPrefix(error.message), error.data);
+      throw error;
+    }
   }
 }

@@ -156,7 +156,7 @@ describe('UpstreamConnection', () => {
       state: 'failed',
       failures: 1,
       tools: 0,
-      last_error: expect.stringMatching(/^could not connect: MCP error -32000: Connection closed; stderr: Node\.js v/),
+      last_error: expect.stringMatching(/^could not connect: Connection closed; stderr: Node\.js v/),
     });
     // The first retry waits the least; each failure doubles the wait, up to the most.
     expect(Date.parse(first.next_retry_at!) - Date.now()).toBe(RETRY_MIN_MS);

@@ -1,17 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  CreateMessageRequestSchema,
-  CreateMessageResult,
-  ElicitRequestSchema,
-  ElicitResult,
-  ErrorCode,
-  Implementation,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageResult, ElicitResult, ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamCallers } from './upstream-callers';
+import { UpstreamClient } from './upstream-client';
 import type { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { retryDelayMs } from './backoff';
@@ -69,6 +60,9 @@ export interface UpstreamContext {
   maxResultBytes: number;
 }
 
+/** A change stream that ends sooner than this after it opened is not opened again: the upstream counts as gone. */
+const CHANGE_STREAM_MIN_LIFE_MS = 5000;
+
 /**
  * One upstream MCP server, kept connected: its tools join the catalogue while it is connected
  * ({@link UpstreamToolSync}) and are withdrawn the moment it goes away (the process exits, the
@@ -82,7 +76,7 @@ export class UpstreamConnection implements UpstreamLinkState {
   private readonly contextSync: UpstreamContextSync;
   private readonly callers = new UpstreamCallers();
   /** The client of the attempt under way or of the live connection. */
-  private client?: Client;
+  private client?: UpstreamClient;
   private link?: UpstreamLink;
   private everConnected = false;
   private failures = 0;
@@ -110,7 +104,7 @@ export class UpstreamConnection implements UpstreamLinkState {
     this.state = server.disabled ? 'disabled' : 'connecting';
     this.redact = redactorFor(server);
     this.tools = new UpstreamToolSync(server, `mcp:${server.name}`, context.registry, this, context.logger, this.redact, this.callers);
-    this.contextSync = new UpstreamContextSync(server, rank, context.contextCatalogue, this, context.logger, this.redact);
+    this.contextSync = new UpstreamContextSync(server, rank, context.contextCatalogue, this, context.logger, this.redact, this.callers);
   }
 
   /** Starts connecting in the background; never waits and never throws. */
@@ -149,7 +143,7 @@ export class UpstreamConnection implements UpstreamLinkState {
     return this.state === 'connected';
   }
 
-  connectedClient(): Client | undefined {
+  connectedClient(): UpstreamClient | undefined {
     return this.connected ? this.client : undefined;
   }
 
@@ -165,6 +159,9 @@ export class UpstreamConnection implements UpstreamLinkState {
     try {
       const client = await this.connectClient();
       this.listStale = false;
+      await this.listenForChanges(client).catch((error: unknown) => {
+        this.context.logger.warn(`${this.label}: its changes will not be followed: ${this.redact(describeUpstreamError(error))}`);
+      });
       const tools = await this.tools.list(client);
       await this.contextSync.load(client);
       if (this.stopped) return;
@@ -191,22 +188,32 @@ export class UpstreamConnection implements UpstreamLinkState {
     }
   }
 
-  /** A client that has done `initialize`, over Streamable HTTP then SSE when the entry allows both. */
-  private async connectClient(): Promise<Client> {
+  /**
+   * A connected client, over Streamable HTTP then SSE when the entry allows both. A stdio
+   * server that closes at the `server/discover` probe (SDKs that end on any request before
+   * `initialize` do) is started again and spoken to in 2025 at once.
+   */
+  private async connectClient(): Promise<UpstreamClient> {
     const { server } = this;
     try {
       return await this.connectOver(server.transport);
     } catch (error) {
-      if (server.transport !== 'streamable-http' || !server.sseFallback || !refusesStreamableHttp(error) || this.stopped) throw error;
+      if (this.stopped) throw error;
+      if (server.transport === 'stdio' && error instanceof SdkError && error.code === SdkErrorCode.EraNegotiationFailed) {
+        this.release();
+        this.context.logger.debug(`${this.label} did not take the server/discover probe (${describeUpstreamError(error)}); starting it again for 2025`);
+        return this.connectOver('stdio', false);
+      }
+      if (server.transport !== 'streamable-http' || !server.sseFallback || !refusesStreamableHttp(error)) throw error;
       this.release();
       this.context.logger.debug(`${this.label} refused Streamable HTTP (${describeUpstreamError(error)}); trying SSE`);
       return this.connectOver('sse');
     }
   }
 
-  private async connectOver(kind: UpstreamTransport): Promise<Client> {
-    // Elicitation and sampling are the callers' to answer: the gateway relays them (see relayFromUpstream).
-    const client = new Client(this.context.clientInfo, { capabilities: { elicitation: {}, sampling: {} } });
+  /** `negotiate`: probe for 2026 first; SSE is a 2025 transport, so never over it. */
+  private async connectOver(kind: UpstreamTransport, negotiate = kind !== 'sse'): Promise<UpstreamClient> {
+    const client = new UpstreamClient(this.context.clientInfo, this.callers, negotiate);
     const link = openLink(this.server, kind, this.context.maxResultBytes, {
       onStderrLine: (line) => {
         if (line.trim() === '') return;
@@ -224,7 +231,7 @@ export class UpstreamConnection implements UpstreamLinkState {
     };
     this.contextSync.listen(client);
     this.relayFromUpstream(client);
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       if (this.connected) this.tools.queueRefresh(client);
       else this.listStale = true;
     });
@@ -236,17 +243,39 @@ export class UpstreamConnection implements UpstreamLinkState {
    * What the upstream sends the caller of a call while it runs: log messages (else logged here, at
    * debug level), elicitation and sampling requests (else refused), see {@link UpstreamCallers}.
    */
-  private relayFromUpstream(client: Client): void {
-    client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+  private relayFromUpstream(client: UpstreamClient): void {
+    client.setNotificationHandler('notifications/message', ({ params }) => {
       const caller = this.callers.current();
       if (caller?.log) this.callers.relay(caller, () => caller.log?.(params));
       else this.context.logger.debug(`${this.label} log (${params.level}): ${brief(this.redact(JSON.stringify(params.data) ?? ''))}`);
     });
     // The SDK's client checks each answer against the request's result schema before sending it on.
+    // On 2026 it calls these same handlers for the input an upstream's answer asks for (`input_required`).
     const relay = (request: { method: string; params?: Record<string, unknown> }, signal: AbortSignal) =>
       this.callers.request(this.label, request.method, request.params, signal);
-    client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay(request, extra.signal) as Promise<ElicitResult>);
-    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => relay(request, extra.signal) as Promise<CreateMessageResult>);
+    client.setRequestHandler('elicitation/create', (request, ctx) => relay(request, ctx.mcpReq.signal) as Promise<ElicitResult>);
+    client.setRequestHandler('sampling/createMessage', (request, ctx) => relay(request, ctx.mcpReq.signal) as Promise<CreateMessageResult>);
+  }
+
+  /**
+   * On 2026, opens the stream that brings the upstream's `list_changed` notifications; when it
+   * ends, it is opened again and every list read again (what changed meanwhile was not told).
+   * One that cannot be opened again, or keeps ending at once, means the upstream is gone.
+   */
+  private async listenForChanges(client: UpstreamClient): Promise<void> {
+    const opened = Date.now();
+    const stream = await client.listenForChanges({ timeout: this.server.connectTimeoutMs });
+    void stream?.closed.then((how) => {
+      if (how === 'local' || client !== this.client || !this.connected) return;
+      if (how === 'graceful' || Date.now() - opened < CHANGE_STREAM_MIN_LIFE_MS) return this.lost(client, new Error(`its change stream ended (${how})`));
+      this.listenForChanges(client).then(
+        () => {
+          this.tools.queueRefresh(client);
+          this.contextSync.refreshAll(client);
+        },
+        (error: unknown) => this.lost(client, error),
+      );
+    });
   }
 
   private dropped(message: DroppedMessage): void {
@@ -254,7 +283,7 @@ export class UpstreamConnection implements UpstreamLinkState {
     this.context.logger.warn(`${this.label}: ${describeOversizedAnswer(message)}${unanswered}`);
   }
 
-  private schedulePing(client: Client): void {
+  private schedulePing(client: UpstreamClient): void {
     if (this.context.pingIntervalMs === 0) return;
     this.pingTimer = setTimeout(() => {
       void this.checkAlive(client).then(() => {
@@ -265,22 +294,21 @@ export class UpstreamConnection implements UpstreamLinkState {
   }
 
   /** Pings a connected upstream; no answer in time, or no way to send, means it is gone. */
-  async checkAlive(client: Client): Promise<void> {
+  async checkAlive(client: UpstreamClient): Promise<void> {
     if (this.checkingAlive || client !== this.client || !this.connected) return;
     this.checkingAlive = true;
     try {
-      await client.ping({ timeout: this.server.connectTimeoutMs });
+      await client.answers({ timeout: this.server.connectTimeoutMs });
     } catch (error) {
       // An error answer still proves the server is there.
-      const answered = error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout;
-      if (!answered) this.lost(client, error);
+      if (!(error instanceof ProtocolError)) this.lost(client, error);
     } finally {
       this.checkingAlive = false;
     }
   }
 
   /** The live connection is gone: withdraw its tools, close what is left of it, and retry. */
-  lost(client: Client, error: unknown): void {
+  lost(client: UpstreamClient, error: unknown): void {
     if (client !== this.client || !this.connected || this.stopped) return;
     const withdrawn = this.tools.withdraw();
     this.contextSync.withdraw();
@@ -304,13 +332,20 @@ export class UpstreamConnection implements UpstreamLinkState {
     this.retryTimer.unref();
   }
 
-  /** Forgets the current client and closes it; a stdio child is ended (stdin closed, then SIGTERM, then SIGKILL). */
+  /**
+   * Forgets the current client and closes it, and its transport with it, which the client does
+   * not hold while it probes for the upstream's revision; a stdio child is ended (stdin closed,
+   * then SIGTERM, then SIGKILL).
+   */
   private release(): void {
     const client = this.client;
     this.client = undefined;
     clearTimeout(this.pingTimer);
     if (!client) return;
-    const closing = client.close().catch(() => undefined);
+    const closing = Promise.all([client.close(), this.link?.transport.close()]).then(
+      () => undefined,
+      () => undefined,
+    );
     this.closing.add(closing);
     void closing.finally(() => this.closing.delete(closing));
   }

@@ -1,5 +1,5 @@
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError } from '@modelcontextprotocol/client';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { STATUS_CODES } from 'http';
 import { redactUrlCredentials } from '../core/logging/redact';
 import type { UpstreamServerConfig } from './upstream-servers.config';
@@ -43,16 +43,58 @@ export function brief(text: string): string {
 
 /**
  * A short description of why talking to an upstream failed. An HTTP refusal is told by its
- * status only, never by its body; a network error by its code (`ECONNREFUSED`).
+ * status only, never by its body; a network error by its code (`ECONNREFUSED`); a failed
+ * version negotiation by what made it fail.
  */
 export function describeUpstreamError(error: unknown): string {
-  if (error instanceof StreamableHTTPError || error instanceof SseError) {
-    const status = error.code;
+  if (error instanceof SdkHttpError || error instanceof SseError) {
+    const status = error instanceof SdkHttpError ? error.status : error.code;
     if (typeof status === 'number' && STATUS_CODES[status]) return `HTTP ${status} ${STATUS_CODES[status]}`;
     return error instanceof SseError ? 'the SSE stream failed' : 'unexpected HTTP response';
   }
+  if (error instanceof SdkError && error.code === SdkErrorCode.EraNegotiationFailed && error.cause !== undefined) return describeUpstreamError(error.cause);
   // Duck-typed: fetch's errors come from Node's own realm, where `instanceof Error` may not hold.
   const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { code?: unknown } };
   if (typeof message !== 'string') return String(error);
   return typeof cause?.code === 'string' ? `${message} (${cause.code})` : message;
+}
+
+/** An upstream's answer to one request that failed it, in the words and code MCP callers read. */
+export interface UpstreamRefusal {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/** SDK errors that fail one request and leave the connection as it was. */
+const REQUEST_FAILURES: ReadonlyMap<SdkErrorCode, number> = new Map([
+  [SdkErrorCode.RequestTimeout, ErrorCode.RequestTimeout],
+  [SdkErrorCode.InvalidResult, ErrorCode.InternalError],
+  [SdkErrorCode.UnsupportedResultType, ErrorCode.InternalError],
+  [SdkErrorCode.InputRequiredRoundsExceeded, ErrorCode.InternalError],
+  [SdkErrorCode.ListPaginationExceeded, ErrorCode.InternalError],
+  [SdkErrorCode.MethodNotSupportedByProtocolVersion, ErrorCode.MethodNotFound],
+  [SdkErrorCode.CapabilityNotSupported, ErrorCode.MethodNotFound],
+]);
+
+/** An error's words without the `MCP error <code>: ` an SDK 1.x McpError puts before them (and an SDK 1.x server sends on). */
+export function withoutMcpErrorPrefix(message: string): string {
+  return message.replace(/^MCP error -?\d+: /, '');
+}
+
+/**
+ * What a failed request says when it was answered, by the upstream (an error answer) or by the
+ * SDK on its behalf (no answer in time, an answer that is no valid result); `undefined` when
+ * the request could not reach the upstream, which means the connection is gone. The message is
+ * the upstream's own, without the prefix an SDK 1.x server puts before it.
+ */
+export function refusalOf(error: unknown): UpstreamRefusal | undefined {
+  if (error instanceof ProtocolError) return { code: error.code, message: withoutMcpErrorPrefix(error.message), data: error.data };
+  const code = error instanceof SdkError ? REQUEST_FAILURES.get(error.code) : undefined;
+  return code === undefined ? undefined : { code, message: (error as SdkError).message };
+}
+
+/** Whether a request failed because the connection closed while it waited. */
+export function isConnectionClosed(error: unknown): boolean {
+  return error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
 }

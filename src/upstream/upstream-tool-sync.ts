@@ -1,15 +1,15 @@
 import type { Logger } from '@nestjs/common';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResult, ErrorCode, McpError, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { LOG_LEVEL_META_KEY, Progress } from '@modelcontextprotocol/client';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { ToolContentResult } from '../core/tools/tool-content';
 import type { ToolCaller, ToolSource } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { activeTraceMeta } from '../core/tracing/trace-context';
-import { allPages } from './all-pages';
 import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
-import { describeUpstreamError } from './upstream-errors';
+import type { UpstreamClient } from './upstream-client';
+import { describeUpstreamError, isConnectionClosed, refusalOf } from './upstream-errors';
 import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 import type { UpstreamCallers } from './upstream-callers';
@@ -20,11 +20,11 @@ const SDK_TIMEOUT_MARGIN_MS = 1000;
 /** What the tool sync needs of the connection that keeps the upstream up. */
 export interface UpstreamLinkState {
   /** The live client, while the upstream is connected. */
-  connectedClient(): Client | undefined;
+  connectedClient(): UpstreamClient | undefined;
   /** A call could not reach the upstream at all: the connection is gone. */
-  lost(client: Client, error: unknown): void;
+  lost(client: UpstreamClient, error: unknown): void;
   /** A re-read of the tools failed: check whether the upstream is still there. */
-  checkAlive(client: Client): Promise<void>;
+  checkAlive(client: UpstreamClient): Promise<void>;
 }
 
 /**
@@ -68,12 +68,11 @@ export class UpstreamToolSync {
     return this.inFlight;
   }
 
-  /** Every tool the upstream offers, all pages. */
-  list(client: Client): Promise<Tool[]> {
-    return allPages(
-      (cursor) => client.listTools(cursor, { timeout: this.server.connectTimeoutMs }),
-      (page) => page.tools,
-    );
+  /** Every tool the upstream offers, all pages, read afresh (and kept by the SDK, which checks each call's structured result against its tool's output schema). */
+  async list(client: UpstreamClient): Promise<Tool[]> {
+    if (!client.getServerCapabilities()?.tools) return [];
+    const { tools } = await client.listTools(undefined, { timeout: this.server.connectTimeoutMs, cacheMode: 'refresh' });
+    return tools as Tool[];
   }
 
   /**
@@ -131,7 +130,7 @@ export class UpstreamToolSync {
   }
 
   /** Re-reads the tool list after `list_changed`; notifications that arrive meanwhile make one more read. */
-  queueRefresh(client: Client): void {
+  queueRefresh(client: UpstreamClient): void {
     if (this.refreshQueued) return;
     this.refreshQueued = true;
     this.refreshes = this.refreshes.then(async () => {
@@ -167,11 +166,11 @@ export class UpstreamToolSync {
         timeout: this.server.callTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
         ...(caller?.progress && { onprogress: (update: Progress) => this.callers.relay(caller, () => caller.progress?.(update)) }),
       };
-      // The SDK checks the answer against CallToolResultSchema; its return type also admits a 2024 `toolResult`.
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
-      const meta = activeTraceMeta();
-      const params = meta ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
-      result = (await this.callers.during(caller, signal, () => client.callTool(params, undefined, options))) as CallToolResult;
+      // A 2026 upstream logs only at the level a request names; the caller's own level is applied as its log messages are relayed.
+      const meta = { ...activeTraceMeta(), ...(caller?.log && client.modern && { [LOG_LEVEL_META_KEY]: 'debug' }) };
+      const params = Object.keys(meta).length > 0 ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
+      result = (await this.callers.during(caller, signal, () => client.callTool(params, options))) as CallToolResult;
     } catch (error) {
       throw this.callFailure(client, error, signal);
     } finally {
@@ -181,14 +180,13 @@ export class UpstreamToolSync {
     return toContentResult(redactStrings(result, this.redact));
   }
 
-  private callFailure(client: Client, error: unknown, signal: AbortSignal): unknown {
+  private callFailure(client: UpstreamClient, error: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return error; // the registry's own timeout or the caller's cancellation
     const oversized = oversizedAnswerOf(error);
     if (oversized) return new ToolError(`${this.label}: ${describeOversizedAnswer(oversized)}`);
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-      return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
-    }
-    if (error instanceof McpError) return new ToolError(`${this.label}: ${this.redact(error.message)}`);
+    if (isConnectionClosed(error)) return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} went away during the call`);
+    const refusal = refusalOf(error);
+    if (refusal) return new ToolError(`${this.label}: ${this.redact(refusal.message)}`);
     // Not an answer of the upstream's: the transport failed, so the connection is gone.
     this.link.lost(client, error);
     return new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} cannot be reached: ${this.redact(describeUpstreamError(error))}`);

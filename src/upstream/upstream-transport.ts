@@ -1,7 +1,4 @@
-import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ClientCredentialsProvider, SdkHttpError, SSEClientTransport, StreamableHTTPClientTransport, Transport } from '@modelcontextprotocol/client';
 import { boundedFetch } from './bounded-fetch';
 import { BoundedStdioClientTransport } from './bounded-stdio-transport';
 import type { DroppedMessage } from './oversized-answer';
@@ -54,6 +51,6 @@ function clientCredentials({ issuer, clientId, clientSecret, scope }: UpstreamOA
  * except 401 and 403, which say the credentials are wrong, not the transport.
  */
 export function refusesStreamableHttp(error: unknown): boolean {
-  if (!(error instanceof StreamableHTTPError) || typeof error.code !== 'number') return false;
-  return error.code >= 400 && error.code < 500 && error.code !== 401 && error.code !== 403;
+  if (!(error instanceof SdkHttpError)) return false;
+  return error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403;
 }

@@ -7,10 +7,13 @@ import type {
   Resource,
   ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCaller } from '../tools/tool-definition';
 
 /** What a caller's request may be stopped by: its cancellation, or the call's own time limit. */
 export interface ContextRequestOptions {
   signal: AbortSignal;
+  /** The client that made the request, for what the source asks of it while answering (an upstream's elicitation). */
+  caller?: ToolCaller;
 }
 
 /**

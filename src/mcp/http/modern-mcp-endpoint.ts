@@ -184,7 +184,8 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
     for (const method of CONTEXT_METHODS) {
       server.setRequestHandler(
         method,
-        (request, context) => inSdk2Words(() => this.mcp.answerContext(method, request.params, principal, context.mcpReq.signal)) as never,
+        (request, context) =>
+          inSdk2Words(() => this.mcp.answerContext(method, request.params, principal, context.mcpReq.signal, roundCaller(context))) as never,
       );
     }
   }

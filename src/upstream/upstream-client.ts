@@ -1,0 +1,76 @@
+import { Client, Implementation, McpSubscription, ProtocolError, ProtocolErrorCode, RequestOptions, SubscriptionFilter } from '@modelcontextprotocol/client';
+import type { UpstreamCallers } from './upstream-callers';
+
+/** Most pages read of one list of an upstream's (`tools/list`...): past them the list fails, a bound on a server that pages forever. */
+const MAX_PAGES = 100;
+
+/** A subscription to one resource's updates at the upstream, and how to end it. */
+export type EndSubscription = () => Promise<void>;
+
+/**
+ * The SDK 2.x client the gateway holds for one upstream, which it speaks to in whichever MCP
+ * revision the upstream speaks: 2026-07-28 when it answers `server/discover`, else the 2025
+ * `initialize` handshake (`negotiate: false` goes straight to it). It declares elicitation and
+ * sampling, which the callers answer (see {@link UpstreamCallers}), and hides what the eras do
+ * differently: how liveness is checked, how change notifications are asked for.
+ */
+export class UpstreamClient extends Client {
+  constructor(
+    clientInfo: Implementation,
+    private readonly callers: UpstreamCallers,
+    negotiate: boolean,
+  ) {
+    super(clientInfo, {
+      capabilities: { elicitation: {}, sampling: {} },
+      versionNegotiation: { mode: negotiate ? 'auto' : 'legacy' },
+      listMaxPages: MAX_PAGES,
+    });
+  }
+
+  get modern(): boolean {
+    return this.getProtocolEra() === 'modern';
+  }
+
+  /**
+   * The input a 2026 upstream asks for in an answer (`input_required`) is asked, through the
+   * handlers set with `setRequestHandler`, of the caller of the request it answered.
+   */
+  protected override _resolveNonCompleteResult(...args: Parameters<Client['_resolveNonCompleteResult']>): Promise<unknown> {
+    return this.callers.within(args[1].options?.signal, () => super._resolveNonCompleteResult(...args));
+  }
+
+  /** Resolves once the upstream has answered a request of no consequence: `ping`, or `server/discover` on 2026, which has no ping. */
+  async answers(options: RequestOptions): Promise<void> {
+    await (this.modern ? this.discover(options) : this.ping(options));
+  }
+
+  /**
+   * On 2026, opens the `subscriptions/listen` stream that carries the `list_changed`
+   * notifications the upstream's capabilities announce (on 2025 they come unasked); they reach
+   * the handlers set with `setNotificationHandler`. `undefined` when there is nothing to listen to.
+   */
+  async listenForChanges(options: RequestOptions): Promise<McpSubscription | undefined> {
+    const capabilities = this.getServerCapabilities();
+    const filter: SubscriptionFilter = {
+      ...(capabilities?.tools?.listChanged && { toolsListChanged: true }),
+      ...(capabilities?.prompts?.listChanged && { promptsListChanged: true }),
+      ...(capabilities?.resources?.listChanged && { resourcesListChanged: true }),
+    };
+    if (!this.modern || Object.keys(filter).length === 0) return undefined;
+    return this.listen(filter, options);
+  }
+
+  /** Subscribes to the updates of `uri` (a `subscriptions/listen` stream of its own on 2026, `resources/subscribe` on 2025). */
+  async subscribeTo(uri: string, options: RequestOptions): Promise<EndSubscription> {
+    if (!this.modern) {
+      await this.subscribeResource({ uri }, options);
+      return async () => void (await this.unsubscribeResource({ uri }, { timeout: options.timeout }));
+    }
+    const subscription = await this.listen({ resourceSubscriptions: [uri] }, options);
+    if (!subscription.honoredFilter.resourceSubscriptions?.includes(uri)) {
+      await subscription.close();
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `the subscription to ${uri} was not accepted`);
+    }
+    return () => subscription.close();
+  }
+}
