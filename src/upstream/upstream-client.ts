@@ -1,4 +1,6 @@
 import { Client, Implementation, McpSubscription, ProtocolError, ProtocolErrorCode, RequestOptions, SubscriptionFilter } from '@modelcontextprotocol/client';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
+import { CallToolRequest, CallToolResult, CallToolResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamCallers } from './upstream-callers';
 
 /** Most pages read of one list of an upstream's (`tools/list`...): past them the list fails, a bound on a server that pages forever. */
@@ -37,6 +39,27 @@ export class UpstreamClient extends Client {
    */
   protected override _resolveNonCompleteResult(...args: Parameters<Client['_resolveNonCompleteResult']>): Promise<unknown> {
     return this.callers.within(args[1].options?.signal, () => super._resolveNonCompleteResult(...args));
+  }
+
+  /**
+   * Calls a tool the upstream runs only as a task (2025-11-25: `execution.taskSupport:
+   * "required"`): `tools/call` with `task` makes the task, and `tasks/result` waits for its end,
+   * carrying what the task asks its client meanwhile (to the handlers set with
+   * `setRequestHandler`, as a plain call's questions). Stopped by `options.signal`, the task is
+   * cancelled at the upstream (`tasks/cancel`), since ending the wait does not end the task.
+   * A 2026 upstream's tasks are server-directed and never required, so this is 2025 only.
+   */
+  async callToolAsTask(params: CallToolRequest['params'], ttlMs: number, options: RequestOptions): Promise<CallToolResult> {
+    if (this.modern)
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${params.name} runs only as a task, which a 2026-07-28 upstream does not ask for`);
+    const { task } = await this.request({ method: 'tools/call', params: { ...params, task: { ttl: ttlMs } } }, CreateTaskResultSchema, options);
+    const cancel = () => void this.request({ method: 'tasks/cancel', params: { taskId: task.taskId } }, CancelTaskResultSchema).catch(() => undefined);
+    options.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      return await this.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema, options);
+    } finally {
+      options.signal?.removeEventListener('abort', cancel);
+    }
   }
 
   /** Resolves once the upstream has answered a request of no consequence: `ping`, or `server/discover` on 2026, which has no ping. */

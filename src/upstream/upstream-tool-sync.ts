@@ -10,7 +10,7 @@ import { activeTraceMeta } from '../core/tracing/trace-context';
 import { describeOversizedAnswer, oversizedAnswerOf } from './oversized-answer';
 import type { UpstreamClient } from './upstream-client';
 import { describeUpstreamError, isConnectionClosed, refusalOf } from './upstream-errors';
-import { errorText, isSameTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
+import { errorText, isSameTool, PlannedTool, planTools, SkippedTool, toContentResult } from './upstream.mapper';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 import type { UpstreamCallers } from './upstream-callers';
 import { redactStrings } from '../core/logging/redact';
@@ -34,7 +34,8 @@ export interface UpstreamLinkState {
  */
 export class UpstreamToolSync {
   /** Catalogue name -> the upstream's own name, which calls send. */
-  private upstreamNames = new Map<string, string>();
+  /** The upstream's tools in the catalogue, by catalogue name. */
+  private offered = new Map<string, PlannedTool>();
   private skippedTools: SkippedTool[] = [];
   private refreshes: Promise<void> = Promise.resolve();
   private refreshQueued = false;
@@ -56,7 +57,7 @@ export class UpstreamToolSync {
 
   /** How many of its tools the catalogue holds. */
   get count(): number {
-    return this.upstreamNames.size;
+    return this.offered.size;
   }
 
   get skipped(): SkippedTool[] {
@@ -81,7 +82,7 @@ export class UpstreamToolSync {
    * its schema is not JSON Schema) is skipped and reported, the others still join.
    */
   sync(tools: Tool[]): void {
-    const { planned, skipped } = planTools(this.server.prefix, tools);
+    const planned = planTools(this.server.prefix, tools);
     const wanted = new Map(planned.map((tool) => [tool.name, tool]));
     const timeoutMs = this.server.callTimeoutMs;
     const current = new Map(
@@ -97,8 +98,8 @@ export class UpstreamToolSync {
         current.delete(name);
       }
     }
-    this.upstreamNames = new Map();
-    this.skippedTools = skipped;
+    this.offered = new Map();
+    this.skippedTools = [];
     for (const tool of planned) {
       if (!current.has(tool.name)) {
         try {
@@ -118,14 +119,14 @@ export class UpstreamToolSync {
           continue;
         }
       }
-      this.upstreamNames.set(tool.name, tool.upstreamName);
+      this.offered.set(tool.name, tool);
     }
     for (const { tool, reason } of this.skippedTools) this.logger.warn(`${this.label}: tool "${tool}" is not offered: ${reason}`);
   }
 
   /** The upstream went away: its tools leave the catalogue; returns how many. */
   withdraw(): number {
-    this.upstreamNames.clear();
+    this.offered.clear();
     return this.registry.unregisterSource(this.source);
   }
 
@@ -153,8 +154,8 @@ export class UpstreamToolSync {
    */
   private async call(name: string, args: Record<string, unknown>, signal: AbortSignal, caller?: ToolCaller): Promise<ToolContentResult> {
     const client = this.link.connectedClient();
-    const upstreamName = this.upstreamNames.get(name);
-    if (!client || upstreamName === undefined) {
+    const tool = this.offered.get(name);
+    if (!client || tool === undefined) {
       throw new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `${this.label} is not connected; try again later`);
     }
     let result: CallToolResult;
@@ -169,8 +170,10 @@ export class UpstreamToolSync {
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
       // A 2026 upstream logs only at the level a request names; the caller's own level is applied as its log messages are relayed.
       const meta = { ...activeTraceMeta(), ...(caller?.log && client.modern && { [LOG_LEVEL_META_KEY]: 'debug' }) };
-      const params = Object.keys(meta).length > 0 ? { name: upstreamName, arguments: args, _meta: meta } : { name: upstreamName, arguments: args };
-      result = (await this.callers.during(caller, signal, () => client.callTool(params, options))) as CallToolResult;
+      const params = { name: tool.upstreamName, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) };
+      const call = (): Promise<unknown> =>
+        tool.taskRequired ? client.callToolAsTask(params, this.server.callTimeoutMs, options) : client.callTool(params, options);
+      result = (await this.callers.during(caller, signal, call)) as CallToolResult;
     } catch (error) {
       throw this.callFailure(client, error, signal);
     } finally {

@@ -11,8 +11,7 @@ describe('upstream tools in the catalogue', () => {
   };
 
   it('plans each tool with its valid name, upstream name, schemas and a description', () => {
-    const { planned, skipped } = planTools('math.', [sum, { name: 'nameless', title: 'Has only a title', inputSchema: { type: 'object' } }]);
-    expect(planned).toEqual([
+    expect(planTools('math.', [sum, { name: 'nameless', title: 'Has only a title', inputSchema: { type: 'object' } }])).toEqual([
       { upstreamName: 'get-sum', name: 'math.get_sum', description: 'Adds', inputSchema: sum.inputSchema, outputSchema: sum.outputSchema },
       {
         upstreamName: 'nameless',
@@ -22,18 +21,17 @@ describe('upstream tools in the catalogue', () => {
         presentation: { title: 'Has only a title' },
       },
     ]);
-    expect(skipped).toEqual([]);
   });
 
-  it('leaves out tools that run only as MCP tasks, saying why', () => {
-    const { planned, skipped } = planTools('', [{ name: 'batch', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }]);
-    expect(planned).toEqual([]);
-    expect(skipped).toEqual([{ tool: 'batch', reason: expect.stringMatching(/MCP task/) }]);
+  it('plans tools that run only as MCP tasks as long ones to call as tasks', () => {
+    expect(planTools('', [{ name: 'batch', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }])).toEqual([
+      { upstreamName: 'batch', name: 'batch', description: '', inputSchema: { type: 'object' }, longRunning: true, taskRequired: true },
+    ]);
   });
 
   it('knows when a listed tool is already in the catalogue as it is', () => {
     const registry = new ToolRegistryService(loadGatewayConfig({}));
-    const [planned] = planTools('math.', [sum]).planned;
+    const [planned] = planTools('math.', [sum]);
     const tool = registry.register({ ...planned, timeoutMs: 5000, source: 'mcp:math', handler: () => 0 });
     expect(isSameTool(tool, planned, 5000)).toBe(true);
     expect(isSameTool(tool, planned, 6000)).toBe(false);
@@ -45,12 +43,12 @@ describe('upstream tools in the catalogue', () => {
 
   it("keeps a tool's title, annotations and icons as the upstream sent them", () => {
     const presented = { ...sum, title: 'Sum', annotations: { readOnlyHint: true }, icons: [{ src: 'data:image/png;base64,AA==' }] };
-    expect(planTools('math.', [presented]).planned[0].presentation).toEqual({
+    expect(planTools('math.', [presented])[0].presentation).toEqual({
       title: 'Sum',
       annotations: { readOnlyHint: true },
       icons: [{ src: 'data:image/png;base64,AA==' }],
     });
-    expect(planTools('math.', [sum]).planned[0].presentation).toBeUndefined();
+    expect(planTools('math.', [sum])[0].presentation).toBeUndefined();
   });
 
   it("keeps a result's blocks and structured content, and reads a failure's text", () => {

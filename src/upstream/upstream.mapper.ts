@@ -13,6 +13,8 @@ export interface PlannedTool {
   outputSchema?: JsonSchema;
   presentation?: ToolPresentation;
   longRunning?: boolean;
+  /** The upstream runs it only as an MCP task (`taskSupport: "required"`): the gateway calls it as one. */
+  taskRequired?: boolean;
 }
 
 /** An upstream tool the catalogue cannot offer, and why; shown on `/health`. */
@@ -23,16 +25,16 @@ export interface SkippedTool {
 
 /**
  * An upstream's `tools/list` as catalogue entries: names made valid under the server's prefix
- * (see upstream-tool-names.ts), schemas as the upstream gave them. A tool that only runs as an
- * MCP task cannot be called with a plain `tools/call`, so it is left out.
+ * (see upstream-tool-names.ts), schemas as the upstream gave them. A tool that may run long
+ * (`taskSupport` "optional" or "required") is long for the gateway's clients too; one that runs
+ * only as a task is called as one.
  */
-export function planTools(prefix: string, tools: readonly Tool[]): { planned: PlannedTool[]; skipped: SkippedTool[] } {
-  const callable = tools.filter((tool) => tool.execution?.taskSupport !== 'required');
+export function planTools(prefix: string, tools: readonly Tool[]): PlannedTool[] {
   const names = catalogueNames(
     prefix,
-    callable.map((tool) => tool.name),
+    tools.map((tool) => tool.name),
   );
-  const planned = callable.map((tool) => ({
+  return tools.map((tool) => ({
     upstreamName: tool.name,
     name: names.get(tool.name)!,
     description: tool.description ?? tool.title ?? tool.annotations?.title ?? '',
@@ -40,11 +42,8 @@ export function planTools(prefix: string, tools: readonly Tool[]): { planned: Pl
     ...(tool.outputSchema && { outputSchema: tool.outputSchema as JsonSchema }),
     ...presentationOf(tool),
     ...(tool.execution?.taskSupport === 'optional' && { longRunning: true }),
+    ...(tool.execution?.taskSupport === 'required' && { longRunning: true, taskRequired: true }),
   }));
-  const skipped = tools
-    .filter((tool) => !callable.includes(tool))
-    .map((tool) => ({ tool: tool.name, reason: 'runs only as an MCP task, which the gateway does not call' }));
-  return { planned, skipped };
 }
 
 /** The upstream tool's title, annotations and icons, as it sent them. */

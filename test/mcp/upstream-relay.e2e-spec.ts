@@ -170,6 +170,19 @@ describe('Upstream progress, logs, elicitation, sampling and subscriptions throu
     expect(JSON.stringify(result.content)).toContain('short');
   });
 
+  it('calls a tool the upstream runs only as a task as one, its question relayed to the caller', async () => {
+    const mcp = await client(true);
+    mcp.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { interpretation: 'the physics one' } }));
+    const listed = (await mcp.listTools()).tools.find((tool) => tool.name === 'everything.simulate_research_query');
+    expect(listed?.execution).toEqual({ taskSupport: 'optional' });
+    const result = await mcp.callTool({ name: 'everything.simulate_research_query', arguments: { topic: 'gravity', ambiguous: true } }, undefined, {
+      timeout: 20_000,
+    });
+    expect(result.isError).toBeFalsy();
+    expect(textOf(result)).toContain('Research Report: gravity');
+    expect(textOf(result)).toContain('the physics one');
+  }, 30_000);
+
   it('relays resource updates to the sessions subscribed to the URI, and stops after unsubscribe', async () => {
     const mcp = await client(false);
     const uri = 'demo://resource/static/document/instructions.md';
