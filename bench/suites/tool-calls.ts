@@ -80,6 +80,25 @@ export const PROTOCOLS: ProtocolClient[] = [
     },
   },
   {
+    // The 2026-07-28 revision on the same socket: no initialize, the envelope in each request's _meta.
+    name: 'mcp-2026',
+    async connect(port) {
+      const socket = await FrameSocket.open(`ws://127.0.0.1:${port}/mcp?token=${BENCH_TOKEN}`, { protocols: ['mcp'] });
+      const _meta = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+        'io.modelcontextprotocol/clientCapabilities': {},
+      };
+      return {
+        call: async (id) => {
+          const frame = await socket.exchange({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'calculator', arguments: { a: 2, b: 3 }, _meta } });
+          expectAnswer(frame.id === id && frame.result?.content[0]?.text === '5', frame, 'an MCP 2026-07-28 call');
+        },
+        close: () => socket.close(),
+      };
+    },
+  },
+  {
     name: 'utcp',
     async connect(port) {
       const socket = await FrameSocket.open(`ws://127.0.0.1:${port}/utcp`, { headers: AUTH });
