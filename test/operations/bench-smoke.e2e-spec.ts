@@ -29,7 +29,7 @@ describe('the benchmarks, in smoke mode', () => {
   it('measures tool-call round trips on every protocol, with 1 and 50 connections, against the bare ws server', () => {
     const calls = figures.filter((figure) => figure.figure === 'tool_call_round_trip');
     expect(calls.map((figure) => `${figure.protocol}/${figure.connections}`).sort()).toEqual(
-      ['litemcp', 'mcp-envelope', 'mcp-plain', 'utcp'].flatMap((protocol) => [`${protocol}/1`, `${protocol}/50`]).sort(),
+      ['litemcp', 'mcp-envelope', 'mcp-plain', 'mcp-2026', 'utcp'].flatMap((protocol) => [`${protocol}/1`, `${protocol}/50`]).sort(),
     );
     for (const figure of calls) {
       expect(figure).toMatchObject({ gateway: throughput, baseline: throughput, ratio: { calls_per_s: positive }, target: { met: expect.any(Boolean) } });
@@ -79,13 +79,15 @@ describe('the benchmarks, in smoke mode', () => {
     });
   });
 
-  it('calls the same MCP tool through supergateway and through the gateway with the same client', () => {
+  it('calls the same MCP tool through supergateway, through the gateway, and through the gateway federating the same stdio server, with the same client', () => {
     const peer = figures.filter((figure) => figure.figure === 'peer_mcp_tools_call');
     expect(peer.map((figure) => figure.connections).sort()).toEqual([1, 50]);
     for (const figure of peer) {
       expect(figure).toMatchObject({
         gateway: throughput,
+        gateway_upstream: { ...throughput, cpu_includes_stdio_child: expect.any(Boolean) },
         peer: { name: expect.stringContaining('supergateway'), calls_per_s: positive },
+        upstream_ratio: { calls_per_s: positive, cpu_per_call: positive },
         ratio: { calls_per_s: positive },
       });
       expect(figure.peer.calls_per_s).toBeGreaterThan(0);
