@@ -227,7 +227,10 @@ export async function benchPeer(options: PeerOptions): Promise<void> {
         gateway_upstream: { ...federating, cpu_includes_stdio_child: countChild },
         peer: { name: PEER_NAME, ...peer, cpu_includes_stdio_child: countChild },
         ratio: { calls_per_s: ratio(gateway.calls_per_s, peer.calls_per_s), p50: ratio(gateway.p50_ms, peer.p50_ms), p99: ratio(gateway.p99_ms, peer.p99_ms) },
-        upstream_ratio: { calls_per_s: ratio(federating.calls_per_s, peer.calls_per_s), cpu_per_call: ratio(federating.server_cpu_us_per_call, peer.server_cpu_us_per_call) },
+        upstream_ratio: {
+          calls_per_s: ratio(federating.calls_per_s, peer.calls_per_s),
+          cpu_per_call: ratio(federating.server_cpu_us_per_call, peer.server_cpu_us_per_call),
+        },
       });
     }
   } finally {

@@ -140,7 +140,9 @@ describe('MCP tasks', () => {
         const task = await ended(CAROL, taskId);
         expect(task).toMatchObject({ resultType: 'complete', taskId, status: 'completed', result: { structuredContent: { label: 'eggs', done: true } } });
         // tasks/update has nothing to answer (a task never waits for input here), but acknowledges a known task.
-        expect(await tasks(CAROL, 'tasks/update', { taskId, inputResponses: { q: { action: 'decline' } } })).toMatchObject({ result: { resultType: 'complete' } });
+        expect(await tasks(CAROL, 'tasks/update', { taskId, inputResponses: { q: { action: 'decline' } } })).toMatchObject({
+          result: { resultType: 'complete' },
+        });
       });
 
       it('answers a client that does not declare the extension, and a tool that is not long, with the result itself', async () => {
@@ -148,7 +150,10 @@ describe('MCP tasks', () => {
           resultType: 'complete',
           structuredContent: { done: true },
         });
-        expect((await call(CAROL, 'calculator', { a: 1, b: 2, operation: 'add' })).result).toMatchObject({ resultType: 'complete', content: [{ type: 'text' }] });
+        expect((await call(CAROL, 'calculator', { a: 1, b: 2, operation: 'add' })).result).toMatchObject({
+          resultType: 'complete',
+          content: [{ type: 'text' }],
+        });
       });
 
       it('stops the call when its task is cancelled, and keeps the task from other principals', async () => {
@@ -162,7 +167,10 @@ describe('MCP tasks', () => {
       });
 
       it('answers an unknown task id, and a malformed request, with invalid params', async () => {
-        expect((await tasks(CAROL, 'tasks/get', { taskId: 'no-such-task' })).error).toMatchObject({ code: -32602, message: expect.stringContaining('Task not found') });
+        expect((await tasks(CAROL, 'tasks/get', { taskId: 'no-such-task' })).error).toMatchObject({
+          code: -32602,
+          message: expect.stringContaining('Task not found'),
+        });
         expect((await tasks(CAROL, 'tasks/get', { taskId: 42 })).error).toMatchObject({ code: -32602 });
         expect((await tasks(CAROL, 'tasks/update', { taskId: 'no-such-task' })).error).toMatchObject({ code: -32602 });
       });

@@ -42,7 +42,9 @@ describe.each([
     await inputs.setQuestion(taskId, 'alice', 'elicitation-1', QUESTION);
     expect(await inputs.questions(taskId, 'alice')).toEqual({ 'elicitation-1': QUESTION });
     await inputs.answer(taskId, 'alice', { 'elicitation-1': { action: 'accept', content: { n: [] } }, 'elicitation-2': { action: 'decline' } });
-    expect(await inputs.takeAnswers(taskId, 'alice', ['elicitation-1', 'elicitation-2'])).toEqual({ 'elicitation-1': { action: 'accept', content: { n: [] } } });
+    expect(await inputs.takeAnswers(taskId, 'alice', ['elicitation-1', 'elicitation-2'])).toEqual({
+      'elicitation-1': { action: 'accept', content: { n: [] } },
+    });
     expect(await inputs.takeAnswers(taskId, 'alice', ['elicitation-1'])).toEqual({});
     await inputs.setQuestion(taskId, 'alice', 'elicitation-1', undefined);
     expect(await inputs.questions(taskId, 'alice')).toEqual({});
