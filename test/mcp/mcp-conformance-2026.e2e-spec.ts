@@ -1,11 +1,10 @@
-import { execFile, spawn } from 'child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'fs';
+import { execFile } from 'child_process';
 import { createServer, request as httpRequest, Server } from 'http';
 import type { AddressInfo } from 'net';
-import { tmpdir } from 'os';
 import { join } from 'path';
 import { pathToFileURL } from 'url';
 import { PROJECT_ROOT } from '../support/built';
+import { ConformanceCli, describeOutcome, failureDetails, Outcome, runAll, runScenario } from '../support/conformance-runner';
 import { startConformanceUpstream2026 } from '../support/conformance-upstream-2026';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { serversFile, upstreamIn } from '../support/upstreams';
@@ -84,18 +83,6 @@ const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string
   },
 };
 
-interface Check {
-  id: string;
-  status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED' | string;
-  errorMessage?: string;
-}
-
-interface Outcome {
-  passed: boolean;
-  failures: Check[];
-  warnings: Check[];
-}
-
 /**
  * A proxy on 127.0.0.1 port 0 in front of the gateway that adds its bearer token to every request,
  * as a client configured with the token would: the CLI cannot send an Authorization header, and
@@ -132,68 +119,21 @@ async function withToken(target: string, token: string): Promise<{ url: string; 
   };
 }
 
-function cli(args: string[]): string[] {
-  return ['--import', NODE20_SHIM, CLI, ...args];
-}
-
 /** The server scenarios that apply to 2026-07-28 (pending ones too), with the revisions each applies to. */
 async function serverScenarios(): Promise<Map<string, string>> {
   const listing = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, cli(['list', '--server', '--spec-version', SPEC_VERSION]), (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    execFile(process.execPath, [...CONFORMANCE.node, 'list', '--server', '--spec-version', SPEC_VERSION], (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    ),
   );
   return new Map([...listing.matchAll(/^\s+- (\S+)(?: \[(.*)\])?$/gm)].map((match) => [match[1], match[2] ?? '']));
 }
 
-/** Runs one scenario against `url` in a child process, killed after {@link SCENARIO_TIMEOUT_MS}; reads the checks.json it writes. */
-async function runScenario(url: string, scenario: string): Promise<Outcome> {
-  const output = mkdtempSync(join(tmpdir(), 'mcp-conformance-2026-'));
-  try {
-    const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', SPEC_VERSION, '--timeout', String(CLI_TIMEOUT_MS), '-o', output];
-    const child = spawn(process.execPath, cli(args), { stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    child.stdout.on('data', (chunk) => (log += chunk));
-    child.stderr.on('data', (chunk) => (log += chunk));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, SCENARIO_TIMEOUT_MS);
-    await new Promise((resolve) => child.on('close', resolve));
-    clearTimeout(timer);
-
-    const folder = readdirSync(output).find((name) => name.startsWith(`server-${scenario}-`));
-    const file = folder && join(output, folder, 'checks.json');
-    if (!file || !existsSync(file)) {
-      const reason = timedOut ? `timed out after ${SCENARIO_TIMEOUT_MS / 1000} s` : `no checks.json: ${log.trim().split('\n').slice(-3).join(' ')}`;
-      return { passed: false, failures: [{ id: timedOut ? '(timeout)' : '(no result)', status: 'FAILURE', errorMessage: reason }], warnings: [] };
-    }
-    const checks: Check[] = JSON.parse(readFileSync(file, 'utf8'));
-    const failures = checks.filter((check) => check.status === 'FAILURE');
-    // The CLI's own verdict: a scenario fails on a FAILURE check; WARNINGs (SHOULDs) do not fail it.
-    return { passed: failures.length === 0, failures, warnings: checks.filter((check) => check.status === 'WARNING') };
-  } finally {
-    rmSync(output, { recursive: true, force: true });
-  }
-}
-
-/** Runs every scenario against `url`, {@link PARALLEL_RUNS} at a time, into `outcomes`. */
-async function runAll(url: string, scenarios: string[], outcomes = new Map<string, Outcome>()): Promise<Map<string, Outcome>> {
-  const queue = [...scenarios];
-  const worker = async () => {
-    for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) outcomes.set(scenario, await runScenario(url, scenario));
-  };
-  await Promise.all(Array.from({ length: PARALLEL_RUNS }, worker));
-  return outcomes;
-}
-
-function describeOutcome(outcome: Outcome): string {
-  if (outcome.passed) return outcome.warnings.length ? `pass (warnings: ${outcome.warnings.map((check) => check.id).join(', ')})` : 'pass';
-  return `FAIL`;
-}
-
-function failureDetails(outcome: Outcome): string {
-  return outcome.failures.map((check) => `\`${check.id}\`: ${check.errorMessage ?? ''}`.replace(/\|/g, '\\|').replace(/\s+/g, ' ')).join('<br>');
-}
+const CONFORMANCE: ConformanceCli = {
+  node: ['--import', NODE20_SHIM, CLI],
+  serverOptions: ['--spec-version', SPEC_VERSION, '--timeout', String(CLI_TIMEOUT_MS)],
+  timeoutMs: SCENARIO_TIMEOUT_MS,
+};
 
 describe(`the official MCP conformance suite at ${SPEC_VERSION}, directly and through the gateway`, () => {
   let direct: { url: string; close(): Promise<void> };
@@ -218,12 +158,15 @@ describe(`the official MCP conformance suite at ${SPEC_VERSION}, directly and th
     const started = Date.now();
     outcomes = { direct: new Map(), throughGateway: new Map() };
     for (const scenario of ALONE_FIRST.filter((name) => listed.has(name))) {
-      const [there, through] = await Promise.all([runScenario(direct.url, scenario), runScenario(proxy.url, scenario)]);
+      const [there, through] = await Promise.all([runScenario(CONFORMANCE, direct.url, scenario), runScenario(CONFORMANCE, proxy.url, scenario)]);
       outcomes.direct.set(scenario, there);
       outcomes.throughGateway.set(scenario, through);
     }
     const rest = scenarios.filter((scenario) => !ALONE_FIRST.includes(scenario));
-    await Promise.all([runAll(direct.url, rest, outcomes.direct), runAll(proxy.url, rest, outcomes.throughGateway)]);
+    await Promise.all([
+      runAll(CONFORMANCE, direct.url, rest, PARALLEL_RUNS, outcomes.direct),
+      runAll(CONFORMANCE, proxy.url, rest, PARALLEL_RUNS, outcomes.throughGateway),
+    ]);
 
     const rows = scenarios.map((scenario) => {
       const throughGateway = outcomes.throughGateway.get(scenario)!;

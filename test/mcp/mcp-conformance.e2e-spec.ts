@@ -1,8 +1,7 @@
-import { execFile, spawn } from 'child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'fs';
-import { tmpdir } from 'os';
+import { execFile } from 'child_process';
 import { join } from 'path';
 import { PROJECT_ROOT } from '../support/built';
+import { ConformanceCli, describeOutcome, failureDetails, Outcome, runAll } from '../support/conformance-runner';
 import { startConformanceUpstream } from '../support/conformance-upstream';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { serversFile, upstreamIn } from '../support/upstreams';
@@ -25,18 +24,6 @@ const NOT_PASSED_DIRECTLY: Record<string, string> = {};
 /** Scenarios that pass directly and do not pass through the gateway yet: the checks that fail, and the CLI's reason. */
 const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string }> = {};
 
-interface Check {
-  id: string;
-  status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | string;
-  errorMessage?: string;
-}
-
-interface Outcome {
-  passed: boolean;
-  failures: Check[];
-  warnings: Check[];
-}
-
 /** The server scenarios this version of the suite has (active and pending alike). */
 async function serverScenarios(): Promise<string[]> {
   const listing = await new Promise<string>((resolve, reject) =>
@@ -45,56 +32,7 @@ async function serverScenarios(): Promise<string[]> {
   return [...listing.matchAll(/^\s+- (\S+)$/gm)].map((match) => match[1]);
 }
 
-/** Runs one scenario against `url` in a child process, killed after {@link SCENARIO_TIMEOUT_MS}; reads the checks.json it writes. */
-async function runScenario(url: string, scenario: string): Promise<Outcome> {
-  const output = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
-  try {
-    const child = spawn(process.execPath, [CLI, 'server', '--url', url, '--scenario', scenario, '-o', output], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    child.stdout.on('data', (chunk) => (log += chunk));
-    child.stderr.on('data', (chunk) => (log += chunk));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, SCENARIO_TIMEOUT_MS);
-    await new Promise((resolve) => child.on('close', resolve));
-    clearTimeout(timer);
-
-    const folder = readdirSync(output).find((name) => name.startsWith(`server-${scenario}-`));
-    const file = folder && join(output, folder, 'checks.json');
-    if (!file || !existsSync(file)) {
-      const reason = timedOut ? `timed out after ${SCENARIO_TIMEOUT_MS / 1000} s` : `no checks.json: ${log.trim().split('\n').slice(-3).join(' ')}`;
-      return { passed: false, failures: [{ id: timedOut ? '(timeout)' : '(no result)', status: 'FAILURE', errorMessage: reason }], warnings: [] };
-    }
-    const checks: Check[] = JSON.parse(readFileSync(file, 'utf8'));
-    const failures = checks.filter((check) => check.status === 'FAILURE');
-    // The CLI's own verdict: a scenario fails on a FAILURE check; WARNINGs (SHOULDs) do not fail it.
-    return { passed: failures.length === 0, failures, warnings: checks.filter((check) => check.status === 'WARNING') };
-  } finally {
-    rmSync(output, { recursive: true, force: true });
-  }
-}
-
-/** Runs every scenario against `url`, {@link PARALLEL_RUNS} at a time. */
-async function runAll(url: string, scenarios: string[]): Promise<Map<string, Outcome>> {
-  const outcomes = new Map<string, Outcome>();
-  const queue = [...scenarios];
-  const worker = async () => {
-    for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) outcomes.set(scenario, await runScenario(url, scenario));
-  };
-  await Promise.all(Array.from({ length: PARALLEL_RUNS }, worker));
-  return outcomes;
-}
-
-function describeOutcome(outcome: Outcome): string {
-  if (outcome.passed) return outcome.warnings.length ? `pass (warnings: ${outcome.warnings.map((check) => check.id).join(', ')})` : 'pass';
-  return `FAIL`;
-}
-
-function failureDetails(outcome: Outcome): string {
-  return outcome.failures.map((check) => `\`${check.id}\`: ${check.errorMessage ?? ''}`.replace(/\|/g, '\\|').replace(/\s+/g, ' ')).join('<br>');
-}
+const CONFORMANCE: ConformanceCli = { node: [CLI], serverOptions: [], timeoutMs: SCENARIO_TIMEOUT_MS };
 
 describe('the official MCP conformance suite, directly and through the gateway', () => {
   let upstream: { url: string; close(): Promise<void> };
@@ -112,7 +50,10 @@ describe('the official MCP conformance suite, directly and through the gateway',
     scenarios = await serverScenarios();
 
     // The CLI cannot send an Authorization header; the gateway takes the token as ?token= too.
-    [direct, throughGateway] = await Promise.all([runAll(upstream.url, scenarios), runAll(gateway.http(`/mcp?token=${TOKEN}`), scenarios)]);
+    [direct, throughGateway] = await Promise.all([
+      runAll(CONFORMANCE, upstream.url, scenarios, PARALLEL_RUNS),
+      runAll(CONFORMANCE, gateway.http(`/mcp?token=${TOKEN}`), scenarios, PARALLEL_RUNS),
+    ]);
 
     const rows = scenarios.map((scenario) => {
       const there = throughGateway.get(scenario)!;
