@@ -74,13 +74,6 @@ const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string
     checks: ['sep-2322-multiple-inputs-incomplete'],
     reason: 'One of its three questions is roots/list, which the gateway does not relay (see input-required-result-basic-list-roots): an isError result.',
   },
-  'input-required-result-non-tool-request': {
-    checks: ['sep-2322-non-tool-incomplete'],
-    reason:
-      'A question an upstream asks during prompts/get is refused (UpstreamCallers.request, src/upstream/upstream-callers.ts: "elicitation/create from ' +
-      'MCP server \\"conformance\\" is not relayed: its caller cannot be asked", earlier "...: the gateway cannot tell which call it belongs to"): only ' +
-      'tool calls can put questions to their client, so the client gets a JSON-RPC error, not an input_required result.',
-  },
 };
 
 /**

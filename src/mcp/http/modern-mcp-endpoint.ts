@@ -22,6 +22,7 @@ import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { ContextCatalogueService } from '../../core/context/context-catalogue.service';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
 import { newId } from '../../core/new-id';
+import type { ToolCaller } from '../../core/tools/tool-definition';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
@@ -179,13 +180,24 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
     return server;
   }
 
-  /** The upstreams' context, as every MCP session serves it ({@link McpService.answerContext}). */
+  /**
+   * The upstreams' context, as every MCP session serves it ({@link McpService.answerContext}); a
+   * prompt or a resource read whose upstream asks the client something waits for the answers as
+   * a tool call does.
+   */
   private serveContext(server: Server, principal: string): void {
     for (const method of CONTEXT_METHODS) {
       server.setRequestHandler(
         method,
         (request, context) =>
-          inSdk2Words(() => this.mcp.answerContext(method, request.params, principal, context.mcpReq.signal, roundCaller(context))) as never,
+          inSdk2Words<unknown>(() => {
+            const { params } = request;
+            const answer = (caller: ToolCaller, signal: AbortSignal) => this.mcp.answerContext(method, params, principal, signal, caller);
+            if (method !== 'prompts/get' && method !== 'resources/read') return answer(roundCaller(context), context.mcpReq.signal);
+            const target = String((params as { name?: string; uri?: string }).name ?? (params as { uri?: string }).uri);
+            if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, target, context, roundCaller(context));
+            return this.waitingCalls.start(principal, target, context, roundCaller(context), answer);
+          }) as never,
       );
     }
   }

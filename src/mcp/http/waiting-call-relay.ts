@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'crypto';
 import type Redis from 'ioredis';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import { connectRedis } from '../../core/redis/redis-connection';
 
 /** A client's retry of a call that waits in another instance, as that instance is told it. */
 export interface ForwardedRetry {
   call: string;
+  /** The request's method (`tools/call`, `prompts/get`, `resources/read`), to which the next `requestState` is bound. */
+  method: string;
   principal: string;
   tool: string;
   responses?: Record<string, unknown>;
@@ -14,7 +14,7 @@ export interface ForwardedRetry {
 }
 
 /** How one round of a waiting call ended, in words every instance reads. */
-export type RoundOutcome = { result: CallToolResult | InputRequiredResult } | { error: { code: number; message: string; data?: unknown } };
+export type RoundOutcome = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } };
 
 type RelayMessage = { kind: 'retry'; id: string; from: string; retry: ForwardedRetry } | { kind: 'outcome'; id: string; outcome: RoundOutcome };
 

@@ -1,4 +1,4 @@
-import { CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
@@ -25,7 +25,10 @@ interface Question {
   answer(value: Record<string, unknown>): void;
 }
 
-type Outcome = { result: CallToolResult } | { error: unknown };
+/** What a waiting request answers in the end: a `tools/call`'s result, a prompt, a resource's contents. */
+export type FinalAnswer = Record<string, unknown>;
+
+type Outcome = { result: FinalAnswer } | { error: unknown };
 
 /** The state a waiting call's `input_required` result carries, sealed: the client echoes it on its retry. */
 interface WaitingState {
@@ -67,7 +70,7 @@ class WaitingToolCall {
     request: (method, params, signal) => this.ask(method, params, signal),
   };
 
-  run(call: (caller: ToolCaller, signal: AbortSignal) => Promise<CallToolResult>): void {
+  run(call: (caller: ToolCaller, signal: AbortSignal) => Promise<FinalAnswer>): void {
     call(this.caller, this.abort.signal).then(
       (result) => this.settle({ result }),
       (error: unknown) => this.settle({ error }),
@@ -103,7 +106,7 @@ class WaitingToolCall {
    * One round: until the call ends (its result, or its error thrown) or asks something (an
    * `input_required` result naming every open question). The round's client going away ends the call.
    */
-  async serveRound(context: ServerContext, caller: RoundCaller, seal: (call: string) => Promise<string>): Promise<CallToolResult | InputRequiredResult> {
+  async serveRound(context: ServerContext, caller: RoundCaller, seal: (call: string) => Promise<string>): Promise<FinalAnswer | InputRequiredResult> {
     clearTimeout(this.expiry);
     this.round = { context, caller };
     this.capabilities = capabilitiesOf(context);
@@ -200,8 +203,8 @@ export class WaitingToolCalls {
     tool: string,
     context: ServerContext,
     caller: RoundCaller,
-    call: (caller: ToolCaller, signal: AbortSignal) => Promise<CallToolResult>,
-  ): Promise<CallToolResult | InputRequiredResult> {
+    call: (caller: ToolCaller, signal: AbortSignal) => Promise<FinalAnswer>,
+  ): Promise<FinalAnswer | InputRequiredResult> {
     const entry = new WaitingToolCall(principal, tool, this);
     // The round opens first: a call may ask at once, and asking needs the round's capabilities.
     const answer = entry.serveRound(context, caller, (id) => this.seal(id, context));
@@ -210,10 +213,17 @@ export class WaitingToolCalls {
   }
 
   /** A client's retry, with its answers and the `requestState` the SDK verified already: served here, or where its call waits. */
-  async resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<CallToolResult | InputRequiredResult> {
+  async resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<FinalAnswer | InputRequiredResult> {
     const state = context.mcpReq.requestState<WaitingState>()!;
     if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, tool, context.mcpReq.inputResponses, context, caller);
-    const retry: ForwardedRetry = { call: state.call, principal, tool, responses: context.mcpReq.inputResponses, capabilities: capabilitiesOf(context) };
+    const retry: ForwardedRetry = {
+      call: state.call,
+      method: context.mcpReq.method,
+      principal,
+      tool,
+      responses: context.mcpReq.inputResponses,
+      capabilities: capabilitiesOf(context),
+    };
     const outcome = await this.relay.forward(state.instance, retry, context.mcpReq.signal);
     if (!outcome) throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: the instance it ran in is gone');
     if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
@@ -245,7 +255,7 @@ export class WaitingToolCalls {
     responses: Record<string, unknown> | undefined,
     context: ServerContext,
     caller: RoundCaller,
-  ): Promise<CallToolResult | InputRequiredResult> {
+  ): Promise<FinalAnswer | InputRequiredResult> {
     const entry = this.calls.get(call);
     if (!entry || entry.principal !== principal) {
       throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
@@ -262,7 +272,7 @@ export class WaitingToolCalls {
    */
   private async serveForwarded(retry: ForwardedRetry): Promise<RoundOutcome> {
     const context = {
-      mcpReq: { method: 'tools/call', signal: new AbortController().signal, envelope: { [CLIENT_CAPABILITIES_META_KEY]: retry.capabilities } },
+      mcpReq: { method: retry.method, signal: new AbortController().signal, envelope: { [CLIENT_CAPABILITIES_META_KEY]: retry.capabilities } },
       http: { authInfo: { extra: { principal: retry.principal } } },
     } as unknown as ServerContext;
     try {
