@@ -247,6 +247,8 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
         inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Lin' } } },
       });
       expect(second.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'sampling-2': { method: 'sampling/createMessage' } } });
+      // Each round's state is its own, however fast the rounds follow each other.
+      expect(second.result!.requestState).not.toBe(first.result!.requestState);
       const answered = await callOn(b, 'asking.ask_twice', {
         requestState: second.result!.requestState,
         inputResponses: { 'sampling-2': { role: 'assistant', content: { type: 'text', text: 'welcome' }, model: 'm' } },

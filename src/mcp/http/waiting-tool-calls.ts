@@ -35,6 +35,8 @@ interface WaitingState {
   call: string;
   /** The instance the call waits in ({@link WaitingCallRelay}). */
   instance: string;
+  /** Which of the call's rounds minted it: each round's state differs, even within one second of the last. */
+  round: number;
 }
 
 /**
@@ -49,6 +51,7 @@ class WaitingToolCall {
   readonly abort = new AbortController();
   private readonly questions = new Map<string, Question>();
   private asked = 0;
+  private rounds = 0;
   private outcome?: Outcome;
   private wake?: () => void;
   /** The client of the round now open; `undefined` between rounds, when progress and logs have nowhere to go. */
@@ -106,7 +109,11 @@ class WaitingToolCall {
    * One round: until the call ends (its result, or its error thrown) or asks something (an
    * `input_required` result naming every open question). The round's client going away ends the call.
    */
-  async serveRound(context: ServerContext, caller: RoundCaller, seal: (call: string) => Promise<string>): Promise<FinalAnswer | InputRequiredResult> {
+  async serveRound(
+    context: ServerContext,
+    caller: RoundCaller,
+    seal: (call: string, round: number) => Promise<string>,
+  ): Promise<FinalAnswer | InputRequiredResult> {
     clearTimeout(this.expiry);
     this.round = { context, caller };
     this.capabilities = capabilitiesOf(context);
@@ -120,7 +127,7 @@ class WaitingToolCall {
         return this.outcome.result;
       }
       const inputRequests = Object.fromEntries([...this.questions].map(([key, { method, params }]) => [key, { method, params }]));
-      const requestState = await seal(this.id);
+      const requestState = await seal(this.id, ++this.rounds);
       this.expiry = setTimeout(() => this.registry.forget(this), RETRY_WINDOW_SECONDS * 1000);
       this.expiry.unref();
       return inputRequired({ inputRequests: inputRequests as InputRequiredResult['inputRequests'], requestState });
@@ -207,7 +214,7 @@ export class WaitingToolCalls {
   ): Promise<FinalAnswer | InputRequiredResult> {
     const entry = new WaitingToolCall(principal, tool, this);
     // The round opens first: a call may ask at once, and asking needs the round's capabilities.
-    const answer = entry.serveRound(context, caller, (id) => this.seal(id, context));
+    const answer = entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
     entry.run(call);
     return answer;
   }
@@ -263,7 +270,7 @@ export class WaitingToolCalls {
     if (entry.tool !== tool) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.tool}", not of "${tool}"`);
     if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
     entry.answer(responses);
-    return entry.serveRound(context, caller, (id) => this.seal(id, context));
+    return entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
   }
 
   /**
@@ -283,8 +290,8 @@ export class WaitingToolCalls {
     }
   }
 
-  private seal(call: string, context: ServerContext): Promise<string> {
-    return this.codec.mint({ call, instance: this.relay.instance }, context);
+  private seal(call: string, round: number, context: ServerContext): Promise<string> {
+    return this.codec.mint({ call, instance: this.relay.instance, round }, context);
   }
 }
 
