@@ -52,11 +52,6 @@ export function limitAsMcpError(error: unknown): unknown {
   return error instanceof TooManyCallsError ? new McpError(RATE_LIMITED_ERROR, error.message) : error;
 }
 
-/** The words of an SDK 1.x `McpError` without the `MCP error <code>: ` the SDK puts before them, to build another error of them. */
-export function wordsOf(error: McpError): string {
-  return error.message.replace(/^MCP error -?\d+: /, '');
-}
-
 /** JSON-RPC's implementation-defined server error, which the SDK's HTTP transport uses for HTTP-level refusals. */
 export const SERVER_ERROR = -32000;
 

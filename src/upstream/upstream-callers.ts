@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'async_hooks';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCaller } from '../core/tools/tool-definition';
-import { withoutMcpErrorPrefix } from './upstream-errors';
+import { withoutMcpErrorPrefix } from '../core/errors/mcp-error-words';
 
 /**
  * The caller of the upstream call whose request is being sent or whose answer is being read;

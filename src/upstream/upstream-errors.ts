@@ -1,6 +1,7 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError } from '@modelcontextprotocol/client';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { STATUS_CODES } from 'http';
+import { withoutMcpErrorPrefix } from '../core/errors/mcp-error-words';
 import { redactUrlCredentials } from '../core/logging/redact';
 import type { UpstreamServerConfig } from './upstream-servers.config';
 
@@ -76,11 +77,6 @@ const REQUEST_FAILURES: ReadonlyMap<SdkErrorCode, number> = new Map([
   [SdkErrorCode.MethodNotSupportedByProtocolVersion, ErrorCode.MethodNotFound],
   [SdkErrorCode.CapabilityNotSupported, ErrorCode.MethodNotFound],
 ]);
-
-/** An error's words without the `MCP error <code>: ` an SDK 1.x McpError puts before them (and an SDK 1.x server sends on). */
-export function withoutMcpErrorPrefix(message: string): string {
-  return message.replace(/^MCP error -?\d+: /, '');
-}
 
 /**
  * What a failed request says when it was answered, by the upstream (an error answer) or by the

@@ -21,12 +21,12 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { ContextCatalogueService } from '../../core/context/context-catalogue.service';
 import { CallsInFlight } from '../../core/limits/calls-in-flight';
+import { withoutMcpErrorPrefix } from '../../core/errors/mcp-error-words';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
-import { wordsOf } from '../mcp.errors';
 import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
 import { McpTasks } from '../tasks/mcp-tasks.service';
@@ -235,7 +235,7 @@ async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
   try {
     return await request();
   } catch (error) {
-    if (error instanceof McpError) throw new ProtocolError(error.code, wordsOf(error), error.data);
+    if (error instanceof McpError) throw new ProtocolError(error.code, withoutMcpErrorPrefix(error.message), error.data);
     throw error;
   }
 }

@@ -7,9 +7,9 @@ import {
   RequestStateCodec,
   ServerContext,
 } from '@modelcontextprotocol/server';
+import { withoutMcpErrorPrefix } from '../../core/errors/mcp-error-words';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
-import { wordsOf } from '../mcp.errors';
 import { CLIENT_QUESTIONS, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
@@ -286,7 +286,7 @@ export class WaitingToolCalls {
       return { result: await this.resumeHere(retry.call, retry.principal, retry.tool, retry.responses, context, {}) };
     } catch (error) {
       const failure = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
-      return { error: { code: failure.code, message: wordsOf(failure), data: failure.data } };
+      return { error: { code: failure.code, message: withoutMcpErrorPrefix(failure.message), data: failure.data } };
     }
   }
 
