@@ -60,8 +60,8 @@ const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string
   'input-required-result-basic-elicitation': {
     checks: ['sep-2322-elicitation-incomplete'],
     reason:
-      'The upstream asks under the key user_name; the gateway asks its client under a key of its own ("elicitation-1": WaitingToolCall.ask, ' +
-      'src/mcp/http/waiting-tool-calls.ts), as it relays each question the SDK client hands it one by one, without the key the upstream chose.',
+      'The upstream asks under the key user_name; the gateway asks its client under a key of its own ("elicitation-1": WaitingCall.ask, ' +
+      'src/mcp/http/waiting-calls.ts), as it relays each question the SDK client hands it one by one, without the key the upstream chose.',
   },
   'input-required-result-basic-list-roots': {
     checks: ['sep-2322-list-roots-incomplete'],

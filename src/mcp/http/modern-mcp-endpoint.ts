@@ -32,7 +32,7 @@ import { SessionLogLevel } from '../mcp-tool-caller';
 import { McpTasks } from '../tasks/mcp-tasks.service';
 import { acceptsTasks, ModernTasks, TASKS_EXTENSION } from './modern-tasks';
 import { LocalWaitingCallRelay, RedisWaitingCallRelay, WaitingCallRelay } from './waiting-call-relay';
-import { RoundCaller, WaitingToolCalls } from './waiting-tool-calls';
+import { RoundCaller, WaitingCalls } from './waiting-calls';
 
 /** The revision this endpoint serves; the sessionful endpoint serves the 2025 ones. */
 const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -48,7 +48,7 @@ const MODERN_PROTOCOL_VERSION = '2026-07-28';
  * WebSocket connections send their 2026 messages here too ({@link answer}).
  *
  * A tool's questions (an upstream's elicitation or sampling) reach a 2026 client as `input_required`
- * results, and its retry answers them: the call waits in between ({@link WaitingToolCalls}).
+ * results, and its retry answers them: the call waits in between ({@link WaitingCalls}).
  */
 @Injectable()
 export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
@@ -56,7 +56,7 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   private readonly handler: McpHttpHandler;
   private readonly changes: Subscription;
   private relay!: WaitingCallRelay;
-  private waitingCalls!: WaitingToolCalls;
+  private waitingCalls!: WaitingCalls;
   private readonly tasks: ModernTasks;
 
   constructor(
@@ -81,7 +81,7 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     const { redisUrl, redisKeyPrefix } = this.config.session;
     this.relay = redisUrl && this.config.mcp.enabled ? await RedisWaitingCallRelay.connect(redisUrl, redisKeyPrefix) : new LocalWaitingCallRelay();
-    this.waitingCalls = new WaitingToolCalls(this.config.connections.maxCallsInFlight, this.relay);
+    this.waitingCalls = new WaitingCalls(this.config.connections.maxCallsInFlight, this.relay);
   }
 
   /**
@@ -194,7 +194,8 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
             const { params } = request;
             const answer = (caller: ToolCaller, signal: AbortSignal) => this.mcp.answerContext(method, params, principal, signal, caller);
             if (method !== 'prompts/get' && method !== 'resources/read') return answer(roundCaller(context), context.mcpReq.signal);
-            const target = String((params as { name?: string; uri?: string }).name ?? (params as { uri?: string }).uri);
+            const { name, uri } = params as { name?: string; uri?: string };
+            const target = String(name ?? uri);
             if (context.mcpReq.requestState() !== undefined) return this.waitingCalls.resume(principal, target, context, roundCaller(context));
             return this.waitingCalls.start(principal, target, context, roundCaller(context), answer);
           }) as never,
@@ -206,7 +207,7 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
 /**
  * The 2026 client of one round of a `tools/call`: progress under the round's token, log messages
  * at or above the level its `_meta` asks for (none when it asks for none), in the round's own
- * response stream. Its questions are {@link WaitingToolCalls}' to ask.
+ * response stream. Its questions are {@link WaitingCalls}' to ask.
  */
 function roundCaller(context: ServerContext): RoundCaller {
   const { mcpReq } = context;

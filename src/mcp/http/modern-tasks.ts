@@ -1,11 +1,11 @@
 import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import { CallToolResult, ErrorCode, McpError, Task } from '@modelcontextprotocol/sdk/types.js';
-import { CLIENT_CAPABILITIES_META_KEY, Server, ServerContext } from '@modelcontextprotocol/server';
+import { CallToolResult, Task } from '@modelcontextprotocol/sdk/types.js';
+import { Server, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { McpTasks } from '../tasks/mcp-tasks.service';
 import { TaskCaller } from './task-caller';
-import { capabilitiesOf } from './waiting-tool-calls';
+import { capabilitiesOf } from './waiting-calls';
 
 /** The Tasks extension of the 2026-07-28 revision (SEP-2663), as clients and servers name it in their capabilities. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -14,8 +14,8 @@ const TaskOf = z.looseObject({ taskId: z.string() });
 
 /** Whether the client of this request declared the Tasks extension: only then may a call answer with a task. */
 export function acceptsTasks(context: ServerContext): boolean {
-  const capabilities = context.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY as never] as { extensions?: Record<string, unknown> } | undefined;
-  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+  const { extensions } = capabilitiesOf(context) as { extensions?: Record<string, unknown> };
+  return extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /**
@@ -50,8 +50,7 @@ export class ModernTasks {
   /** Registers `tasks/get`, `tasks/update` and `tasks/cancel` on `server`, answering for `principal`'s tasks. */
   serve(server: Server, principal: string): void {
     const store = this.tasks.ownedBy(principal);
-    const known = async (taskId: string): Promise<Task> =>
-      (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found'));
+    const known = (taskId: string) => this.tasks.findTask(principal, taskId);
     server.setRequestHandler('tasks/get', { params: TaskOf }, async ({ taskId }) => {
       const task = await known(taskId);
       // A tool that failed is a completed call whose result says so (`isError`); `failed` is for protocol errors.

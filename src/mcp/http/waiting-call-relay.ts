@@ -8,7 +8,8 @@ export interface ForwardedRetry {
   /** The request's method (`tools/call`, `prompts/get`, `resources/read`), to which the next `requestState` is bound. */
   method: string;
   principal: string;
-  tool: string;
+  /** The tool, prompt or resource URI the request names. */
+  target: string;
   responses?: Record<string, unknown>;
   capabilities: Record<string, unknown>;
 }

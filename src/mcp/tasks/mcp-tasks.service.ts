@@ -53,13 +53,17 @@ export class McpTasks implements OnApplicationShutdown {
     };
   }
 
+  /** `principal`'s task `taskId`, or -32602 in the words the SDK uses when it has none. */
+  async findTask(principal: string, taskId: string): Promise<Task> {
+    return (await this.ownedBy(principal).getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found'));
+  }
+
   /** What {@link start} needs to start a task of `principal` for `request` without the SDK 1.x server (the 2026 revision's tasks). */
   starterFor(principal: string, request: { id: RequestId; method: string; params?: Record<string, unknown> }): TaskStarter {
     const store = this.ownedBy(principal);
     return {
       createTask: (params) => store.createTask(params, request.id, { method: request.method, params: request.params }),
-      getTask: async (taskId) =>
-        (await store.getTask(taskId)) ?? Promise.reject(new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found')),
+      getTask: (taskId) => this.findTask(principal, taskId),
       storeTaskResult: (taskId, status, result) => store.storeTaskResult(taskId, status, result),
     };
   }

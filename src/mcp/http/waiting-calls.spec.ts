@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { LocalWaitingCallRelay } from './waiting-call-relay';
-import { WaitingToolCalls } from './waiting-tool-calls';
+import { WaitingCalls } from './waiting-calls';
 
 const CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 
@@ -27,9 +27,9 @@ const askName = (caller: ToolCaller, signal: AbortSignal): Promise<CallToolResul
     content: [{ type: 'text', text: JSON.stringify(answer) }],
   }));
 
-describe('WaitingToolCalls', () => {
+describe('WaitingCalls', () => {
   it('keeps a call that asked between rounds, and hands it the answer of the retry', async () => {
-    const calls = new WaitingToolCalls(4, new LocalWaitingCallRelay());
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
     const first = round('alice');
     const asked = await calls.start('alice', 'ask', first.context, {}, askName);
     expect(asked).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
@@ -39,14 +39,14 @@ describe('WaitingToolCalls', () => {
   });
 
   it("refuses a question beyond the principal's bound of waiting calls, and no other principal's", async () => {
-    const calls = new WaitingToolCalls(2, new LocalWaitingCallRelay());
+    const calls = new WaitingCalls(2, new LocalWaitingCallRelay());
     for (let i = 0; i < 2; i++) expect(await calls.start('alice', 'ask', round('alice').context, {}, askName)).toMatchObject({ resultType: 'input_required' });
     await expect(calls.start('alice', 'ask', round('alice').context, {}, askName)).rejects.toThrow('too many calls of this client wait for input');
     expect(await calls.start('bob', 'ask', round('bob').context, {}, askName)).toMatchObject({ resultType: 'input_required' });
   });
 
   it('ends the call when the client of a round goes away, and withdraws its question', async () => {
-    const calls = new WaitingToolCalls(4, new LocalWaitingCallRelay());
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
     const { context, leave } = round('alice');
     let signalOfCall: AbortSignal | undefined;
     const answer = calls.start('alice', 'slow', context, {}, (_caller, signal) => {
@@ -59,7 +59,7 @@ describe('WaitingToolCalls', () => {
   });
 
   it('refuses a question the client cannot answer, with the capability it lacks', async () => {
-    const calls = new WaitingToolCalls(4, new LocalWaitingCallRelay());
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
     const { context } = round('alice', { capabilities: {} });
     await expect(calls.start('alice', 'ask', context, {}, askName)).rejects.toThrow('did not declare the elicitation capability');
   });

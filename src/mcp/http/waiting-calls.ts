@@ -16,7 +16,7 @@ import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-c
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
 export const RETRY_WINDOW_SECONDS = 600;
 
-/** What a 2026 client of one round sees of the call: its progress and log relays, built per round ({@link WaitingToolCalls}). */
+/** What a 2026 client of one round sees of the call: its progress and log relays, built per round ({@link WaitingCalls}). */
 export type RoundCaller = Pick<ToolCaller, 'progress' | 'log'>;
 
 interface Question {
@@ -40,12 +40,13 @@ interface WaitingState {
 }
 
 /**
- * One tool call of a 2026 client that may need the client's input while it runs: an upstream's
- * elicitation or sampling request. The call runs on across the client's HTTP exchanges ("rounds");
+ * One request of a 2026 client (a tool call, a prompt, a resource read) that may need the
+ * client's input while it runs: an upstream's elicitation or sampling request. The call runs on
+ * across the client's HTTP exchanges ("rounds");
  * a question ends the round with an `input_required` result, and the client's retry, carrying its
  * answers, opens the next one, which ends with the result or the next question.
  */
-class WaitingToolCall {
+class WaitingCall {
   readonly id = newId();
   /** Ends the call: when a round's client goes away, or nobody retries in time. */
   readonly abort = new AbortController();
@@ -62,8 +63,9 @@ class WaitingToolCall {
 
   constructor(
     readonly principal: string,
-    readonly tool: string,
-    private readonly registry: { admit(call: WaitingToolCall): boolean; forget(call: WaitingToolCall): void },
+    /** What the request names: the tool, the prompt or the resource's URI; its retry must name the same. */
+    readonly target: string,
+    private readonly registry: { admit(call: WaitingCall): boolean; forget(call: WaitingCall): void },
   ) {}
 
   /** The call's caller: progress and logs to the round now open, questions to the client as `input_required`. */
@@ -90,17 +92,17 @@ class WaitingToolCall {
    * no longer asks (it withdrew them) are ignored.
    */
   answer(responses: Record<string, unknown> | undefined): void {
-    const answered: [Question, Record<string, unknown>][] = [];
+    const answered: [string, Question, Record<string, unknown>][] = [];
     for (const [key, value] of Object.entries(responses ?? {})) {
       const question = this.questions.get(key);
       if (!question) continue;
       const parsed = CLIENT_QUESTIONS[question.method].result.safeParse(value);
       if (!parsed.success)
         throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
-      answered.push([question, parsed.data as Record<string, unknown>]);
+      answered.push([key, question, parsed.data as Record<string, unknown>]);
     }
-    for (const [question, value] of answered) {
-      for (const [key, open] of this.questions) if (open === question) this.questions.delete(key);
+    for (const [key, question, value] of answered) {
+      this.questions.delete(key);
       question.answer(value);
     }
   }
@@ -176,7 +178,7 @@ class WaitingToolCall {
 }
 
 /**
- * The tool calls of 2026-07-28 clients, which MCP's multi-round-trip requests let ask the client
+ * The requests of 2026-07-28 clients that MCP's multi-round-trip requests let ask the client
  * something: the 2025 revisions send the client a request during the call, the 2026 one answers
  * the call with `input_required`, and the client calls again with its answers and the
  * `requestState` it was given. An upstream's question cannot wait for a new call, so the call
@@ -188,8 +190,8 @@ class WaitingToolCall {
  * `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
  * a question beyond that is refused, as is one the client did not declare the capability for.
  */
-export class WaitingToolCalls {
-  private readonly calls = new Map<string, WaitingToolCall>();
+export class WaitingCalls {
+  private readonly calls = new Map<string, WaitingCall>();
   private readonly perPrincipal = new Map<string, number>();
   private readonly codec: RequestStateCodec<WaitingState>;
 
@@ -204,15 +206,15 @@ export class WaitingToolCalls {
   /** The `requestState.verify` hook of the servers whose calls wait here. */
   readonly verifyState = (state: string, context: ServerContext): Promise<WaitingState> => this.codec.verify(state, context);
 
-  /** A client's first `tools/call`: runs `call` and serves its first round; the call waits here only once it asks something. */
+  /** A client's first request: runs `call` and serves its first round; the call waits here only once it asks something. */
   start(
     principal: string,
-    tool: string,
+    target: string,
     context: ServerContext,
     caller: RoundCaller,
     call: (caller: ToolCaller, signal: AbortSignal) => Promise<FinalAnswer>,
   ): Promise<FinalAnswer | InputRequiredResult> {
-    const entry = new WaitingToolCall(principal, tool, this);
+    const entry = new WaitingCall(principal, target, this);
     // The round opens first: a call may ask at once, and asking needs the round's capabilities.
     const answer = entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
     entry.run(call);
@@ -220,14 +222,14 @@ export class WaitingToolCalls {
   }
 
   /** A client's retry, with its answers and the `requestState` the SDK verified already: served here, or where its call waits. */
-  async resume(principal: string, tool: string, context: ServerContext, caller: RoundCaller): Promise<FinalAnswer | InputRequiredResult> {
+  async resume(principal: string, target: string, context: ServerContext, caller: RoundCaller): Promise<FinalAnswer | InputRequiredResult> {
     const state = context.mcpReq.requestState<WaitingState>()!;
-    if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, tool, context.mcpReq.inputResponses, context, caller);
+    if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, target, context.mcpReq.inputResponses, context, caller);
     const retry: ForwardedRetry = {
       call: state.call,
       method: context.mcpReq.method,
       principal,
-      tool,
+      target,
       responses: context.mcpReq.inputResponses,
       capabilities: capabilitiesOf(context),
     };
@@ -238,7 +240,7 @@ export class WaitingToolCalls {
   }
 
   /** Keeps `entry` until it ends, unless its principal has {@link maxPerPrincipal} calls waiting already. */
-  admit(entry: WaitingToolCall): boolean {
+  admit(entry: WaitingCall): boolean {
     if (this.calls.has(entry.id)) return true;
     const waiting = this.perPrincipal.get(entry.principal) ?? 0;
     if (waiting >= this.maxPerPrincipal) return false;
@@ -247,7 +249,7 @@ export class WaitingToolCalls {
     return true;
   }
 
-  forget(entry: WaitingToolCall): void {
+  forget(entry: WaitingCall): void {
     entry.abort.abort();
     if (!this.calls.delete(entry.id)) return;
     const left = (this.perPrincipal.get(entry.principal) ?? 1) - 1;
@@ -258,7 +260,7 @@ export class WaitingToolCalls {
   private resumeHere(
     call: string,
     principal: string,
-    tool: string,
+    target: string,
     responses: Record<string, unknown> | undefined,
     context: ServerContext,
     caller: RoundCaller,
@@ -267,7 +269,7 @@ export class WaitingToolCalls {
     if (!entry || entry.principal !== principal) {
       throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
     }
-    if (entry.tool !== tool) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.tool}", not of "${tool}"`);
+    if (entry.target !== target) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.target}", not of "${target}"`);
     if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
     entry.answer(responses);
     return entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
@@ -283,7 +285,7 @@ export class WaitingToolCalls {
       http: { authInfo: { extra: { principal: retry.principal } } },
     } as unknown as ServerContext;
     try {
-      return { result: await this.resumeHere(retry.call, retry.principal, retry.tool, retry.responses, context, {}) };
+      return { result: await this.resumeHere(retry.call, retry.principal, retry.target, retry.responses, context, {}) };
     } catch (error) {
       const failure = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
       return { error: { code: failure.code, message: withoutMcpErrorPrefix(failure.message), data: failure.data } };
