@@ -21,11 +21,15 @@ export function startMain(env: Record<string, string>): MainProcess {
   return { child, output: () => output, exited };
 }
 
-/** The port the process logs it listens on. */
+/**
+ * The port the process logs it listens on, once its whole startup summary has arrived: the
+ * summary is written at once, but a pipe's reader can get it in several chunks, so a test that
+ * checks a later line (`Auth:`) right after `Listening on` could miss it.
+ */
 export async function listeningPort(output: () => string, timeoutMs = 15000): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const match = /Listening on [\d.]+:(\d+)/.exec(output());
+    const match = /Listening on [\d.]+:(\d+)[\s\S]*Sessions: /.exec(output());
     if (match) return Number(match[1]);
     if (Date.now() > deadline) throw new Error(`Gateway did not start:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
