@@ -179,6 +179,12 @@ export class McpService {
     return this.registry.list(undefined, scope.principal, 'agent').map(toMcpTool);
   }
 
+  /** The input schema of the tool `name` as `tools/list` shows it to `principal`; `undefined` when it sees no such tool. */
+  inputSchemaOf(name: string, principal: string): Tool['inputSchema'] | undefined {
+    const tool = this.registry.get(name, undefined, principal, 'agent');
+    return tool && toMcpTool(tool).inputSchema;
+  }
+
   /**
    * Resources, resource templates, prompts and completions of the upstream MCP servers (served
    * when `MCP_SERVERS_FILE` is set, to every session but a device's own server).
@@ -226,13 +232,20 @@ export class McpService {
   /**
    * A `tools/call` of `name` within `scope` as MCP answers it, at once when the tool answers at
    * once; `undefined` when the catalogue has no such tool for the caller (MCP's answer is then a
-   * protocol error). A call over the caller's rate limit, or over its connection's calls in
-   * flight, throws (or rejects with) an {@link McpError} -32029.
+   * protocol error), or when `takes` leaves the tool to another path. A call over the caller's
+   * rate limit, or over its connection's calls in flight, throws (or rejects with) an
+   * {@link McpError} -32029.
    */
-  toolCallResult(scope: ToolCallScope, name: string, args: Record<string, unknown>, controls?: ToolCallControls): MaybePromise<CallToolResult> | undefined {
+  toolCallResult(
+    scope: ToolCallScope,
+    name: string,
+    args: Record<string, unknown>,
+    controls?: ToolCallControls,
+    takes?: (tool: ToolDefinition) => boolean,
+  ): MaybePromise<CallToolResult> | undefined {
     const prepared = this.toolCalls.prepare(scope, name, args);
     const tool = prepared.entry?.tool;
-    if (!tool) return undefined;
+    if (!tool || (takes && !takes(tool))) return undefined;
     let result: MaybePromise<CallToolResult>;
     try {
       result = thenMaybe(this.toolCalls.run(scope, prepared, controls), (outcome) => toCallToolResult(tool, outcome));

@@ -107,6 +107,26 @@ describe('probing: connect/disconnect churn with device tool calls pending', () 
       () => TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] }),
       (socket) => socket.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'countdown', arguments: COUNTDOWN } }),
     ],
+    [
+      // A long tool: the call goes to the socket's own 2026 server, which must go with the socket.
+      'MCP 2026-07-28',
+      () => TestSocket.open(stack.gateway.ws('/mcp'), { headers: { Authorization: `Bearer ${MCP_TOKEN}` }, protocols: ['mcp'] }),
+      (socket) =>
+        socket.send({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            name: 'countdown',
+            arguments: COUNTDOWN,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+              'io.modelcontextprotocol/clientInfo': { name: 'churn', version: '1.0.0' },
+            },
+          },
+        }),
+    ],
   ];
 
   it.each(CALLERS)('%s: 50 callers that go away mid-call leave no call or timer behind', async (_name, open, call) => {

@@ -1,18 +1,21 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, LoggingLevel, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { createParser } from 'eventsource-parser';
+import { LoggingLevel, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import {
   createMcpHandler,
   isLegacyRequest,
   LOG_LEVEL_META_KEY,
   McpHttpHandler,
+  McpServer,
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   Server,
   ServerCapabilities as ModernCapabilities,
   ServerContext,
   Tool as ModernTool,
+  Transport as ModernTransport,
+  UnsupportedProtocolVersionError,
 } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Request as ExpressRequest, Response as ExpressResponse } from 'express';
 import { Readable } from 'stream';
 import type { ReadableStream as WebReadableStream } from 'stream/web';
@@ -45,7 +48,7 @@ const MODERN_PROTOCOL_VERSION = '2026-07-28';
  * other session, narrowed to the caller's grant; list changes reach open `subscriptions/listen`
  * streams. Requests that carry no 2026 envelope are left to the 2025 endpoint ({@link claims}).
  *
- * WebSocket connections send their 2026 messages here too ({@link answer}).
+ * A WebSocket connection's 2026 messages are served by a server of its own ({@link serveConnection}).
  *
  * A tool's questions (an upstream's elicitation or sampling) reach a 2026 client as `input_required`
  * results, and its retry answers them: the call waits in between ({@link WaitingCalls}).
@@ -58,6 +61,8 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   private relay!: WaitingCallRelay;
   private waitingCalls!: WaitingCalls;
   private readonly tasks: ModernTasks;
+  /** The servers of connections served by {@link serveConnection}, told of list changes as the handler's streams are. */
+  private readonly pinned = new Set<Server>();
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -73,8 +78,24 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
       onerror: (error) => this.logger.debug(`MCP ${MODERN_PROTOCOL_VERSION}: ${error.message}`),
     });
     const { notify } = this.handler;
-    this.changes = registry.changes.pipe(filter((change) => change.connectionId === undefined)).subscribe(() => notify.toolsChanged());
-    this.changes.add(catalogue.changes.subscribe((kind) => (kind === 'resources' ? notify.resourcesChanged() : notify.promptsChanged())));
+    const toEach = (send: (server: Server) => Promise<void>) => {
+      for (const server of this.pinned) send(server).catch(() => undefined);
+    };
+    this.changes = registry.changes.pipe(filter((change) => change.connectionId === undefined)).subscribe(() => {
+      notify.toolsChanged();
+      toEach((server) => server.sendToolListChanged());
+    });
+    this.changes.add(
+      catalogue.changes.subscribe((kind) => {
+        if (kind === 'resources') {
+          notify.resourcesChanged();
+          toEach((server) => server.sendResourceListChanged());
+        } else {
+          notify.promptsChanged();
+          toEach((server) => server.sendPromptListChanged());
+        }
+      }),
+    );
   }
 
   /** With `REDIS_URL`, a call waiting for its client's answers is reached from every instance ({@link WaitingCallRelay}). */
@@ -110,31 +131,28 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Answers one 2026 message that came another way than HTTP (a WebSocket frame), as if it had
-   * been POSTed: each message of its answer (one result, or a stream: progress, log messages,
-   * then the result; list changes for `subscriptions/listen`, until `signal` ends it), in order.
+   * Serves the 2026 messages of one connection that is not HTTP (a WebSocket) with one server of
+   * its own for the connection's life, as the SDK's stdio entry does over any transport
+   * (`serveStdio`): the per-request HTTP handling (a Request, a server, a response stream per
+   * message) would cost many times the call itself. `wire` carries the connection's 2026
+   * messages both ways; `subscriptions/listen` is the entry's, at most `maxSubscriptions` open.
    */
-  async *answer(message: JSONRPCRequest | JSONRPCNotification, principal: string, signal: AbortSignal): AsyncGenerator<JSONRPCMessage> {
-    const request = new Request('http://localhost/mcp', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...standardHeadersOf(message) },
-      body: JSON.stringify(message),
-      signal,
+  serveConnection(scope: ToolCallScope, wire: ModernTransport, maxSubscriptions: number): { close(): Promise<void> } {
+    const product = this.serverFor(scope.principal ?? ANONYMOUS_PRINCIPAL, scope);
+    const { server } = product;
+    this.pinned.add(server);
+    const entry = serveStdio(() => product, {
+      transport: wire,
+      legacy: 'reject',
+      maxSubscriptions,
+      onerror: (error) => this.logger.debug(`MCP ${MODERN_PROTOCOL_VERSION} over WebSocket: ${error.message}`),
     });
-    const answer = await this.handler.fetch(request, { authInfo: authInfoOf(principal) });
-    if (!answer.body) return;
-    if (!answer.headers.get('content-type')?.includes('text/event-stream')) {
-      const text = await answer.text();
-      if (text !== '') yield JSON.parse(text) as JSONRPCMessage;
-      return;
-    }
-    const events: JSONRPCMessage[] = [];
-    const parser = createParser({ onEvent: (event) => event.data !== '' && events.push(JSON.parse(event.data) as JSONRPCMessage) });
-    const decoder = new TextDecoder();
-    for await (const chunk of answer.body as unknown as AsyncIterable<Uint8Array>) {
-      parser.feed(decoder.decode(chunk, { stream: true }));
-      yield* events.splice(0);
-    }
+    return {
+      close: async () => {
+        this.pinned.delete(server);
+        await entry.close();
+      },
+    };
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -144,7 +162,7 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The server of one request: the gateway's tools, and the upstreams' resources and prompts when it has upstreams. */
-  private serverFor(principal: string): Server {
+  private serverFor(principal: string, scope = ToolCallScope.ofConnection(this.requestOrigin(principal))): CatalogueServer {
     const servesContext = this.mcp.servesContext;
     const capabilities = this.mcp.capabilities(servesContext);
     // The same shapes in both SDKs' types; resources/subscribe is 2025's, a 2026 client listens instead.
@@ -153,13 +171,10 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
       resources: capabilities.resources && { listChanged: true },
       extensions: { [TASKS_EXTENSION]: {} },
     } as ModernCapabilities;
-    const server = new Server(this.mcp.info, { capabilities: modern, requestState: { verify: this.waitingCalls.verifyState } });
-    const scope = ToolCallScope.ofConnection({
-      id: newId(),
-      protocol: MCP_PROTOCOL,
-      principal,
-      callsInFlight: new CallsInFlight(this.config.connections.maxCallsInFlight),
-    });
+    const product = new CatalogueServer(this.mcp.info, { capabilities: modern, requestState: { verify: this.waitingCalls.verifyState } }, (name) =>
+      this.mcp.inputSchemaOf(name, principal),
+    );
+    const { server } = product;
     server.setRequestHandler('tools/list', () => ({ tools: this.mcp.listTools(scope) as ModernTool[] }));
     server.setRequestHandler(
       'tools/call',
@@ -177,7 +192,12 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
     );
     this.tasks.serve(server, principal);
     if (servesContext) this.serveContext(server, principal);
-    return server;
+    return product;
+  }
+
+  /** An HTTP request's stand-in for a connection: it is one, with calls in flight of its own. */
+  private requestOrigin(principal: string) {
+    return { id: newId(), protocol: MCP_PROTOCOL, principal, callsInFlight: new CallsInFlight(this.config.connections.maxCallsInFlight) };
   }
 
   /**
@@ -201,6 +221,26 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
           }) as never,
       );
     }
+  }
+}
+
+/**
+ * The server of one 2026 request or connection: an `McpServer` whose tools are the catalogue's
+ * (its low-level `server` answers them) rather than registered with it. The SDK's HTTP entry
+ * checks a `tools/call`'s `Mcp-Param-*` headers against the tool's `x-mcp-header` declarations
+ * before dispatch (SEP-2243) only for an `McpServer`, by this method.
+ */
+class CatalogueServer extends McpServer {
+  constructor(
+    info: ConstructorParameters<typeof McpServer>[0],
+    options: ConstructorParameters<typeof McpServer>[1],
+    private readonly inputSchemaOf: (name: string) => Record<string, unknown> | undefined,
+  ) {
+    super(info, options);
+  }
+
+  override toolInputSchemaJson(name: string): Record<string, unknown> | undefined {
+    return this.inputSchemaOf(name);
   }
 }
 
@@ -241,39 +281,22 @@ async function inSdk2Words<T>(request: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Why a message that carries the 2026 envelope cannot be served, in the SDK's words
+ * (`-32022`, with the revisions served), when it names another revision; `undefined` when it
+ * names this one. The HTTP handler checks every request; a connection's server checks only its
+ * first, so its connection checks the rest ({@link ModernMcpEndpoint.serveConnection}).
+ */
+export function unsupportedRevisionOf(envelope: Record<string, unknown>): UnsupportedProtocolVersionError | undefined {
+  const requested = envelope[PROTOCOL_VERSION_META_KEY];
+  if (requested === MODERN_PROTOCOL_VERSION) return undefined;
+  return new UnsupportedProtocolVersionError({ supported: [MODERN_PROTOCOL_VERSION], requested: String(requested) });
+}
+
 /** The `_meta` of a message that carries the 2026 envelope (its protocol version key), else `undefined`. */
 export function modernEnvelopeOf(message: unknown): Record<string, unknown> | undefined {
   const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta;
   return meta !== null && typeof meta === 'object' && PROTOCOL_VERSION_META_KEY in meta ? (meta as Record<string, unknown>) : undefined;
-}
-
-/** The request fields the 2026 HTTP binding mirrors in `Mcp-Name` (SEP-2243), by method. */
-const MCP_NAME_SOURCE: Record<string, string> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'tasks/get': 'taskId',
-  'tasks/update': 'taskId',
-  'tasks/cancel': 'taskId',
-};
-
-/**
- * The headers a 2026 client puts on a POST, from the message itself (SEP-2243): its protocol
- * version, and for a request its method and the name it acts on; a name that is not plain
- * printable ASCII goes as the binding's `=?base64?...?=`.
- */
-function standardHeadersOf(message: JSONRPCRequest | JSONRPCNotification): Record<string, string> {
-  const version = modernEnvelopeOf(message)?.[PROTOCOL_VERSION_META_KEY];
-  const headers: Record<string, string> = typeof version === 'string' ? { 'mcp-protocol-version': version } : {};
-  if (!('id' in message)) return headers;
-  headers['mcp-method'] = message.method;
-  const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
-  const name = field === undefined ? undefined : (message.params as Record<string, unknown> | undefined)?.[field];
-  if (typeof name === 'string') {
-    const plain = name !== '' && name === name.trim() && /^[\x20-\x7e\t]*$/.test(name) && !(name.startsWith('=?base64?') && name.endsWith('?='));
-    headers['mcp-name'] = plain ? name : `=?base64?${Buffer.from(name, 'utf8').toString('base64')}?=`;
-  }
-  return headers;
 }
 
 /** A protocol version header the 2025 sessions do not speak, or the 2026 envelope in a message. */

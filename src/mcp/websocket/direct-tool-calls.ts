@@ -1,40 +1,65 @@
 import { CallToolResult, JSONRPCMessage, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { isPromise, MaybePromise } from '../../core/maybe-promise';
+import type { ToolDefinition } from '../../core/tools/tool-definition';
 import type { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { ToolCallControls } from '../../core/tools/tool-invoker';
 import type { McpService } from '../mcp.service';
 
 type RequestId = string | number;
 
-interface ToolCallRequest {
+export interface ToolCallRequest {
   id: RequestId;
   name: string;
   args: Record<string, unknown>;
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+export const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
- * A `tools/call` request of the simplest kind, which the gateway can answer exactly as the SDK
- * server would: an id, a tool name, an arguments object, and nothing else in its params (no
- * `_meta`, so no progress token; no `task`).
+ * How one revision of MCP puts the plain `tools/call` that {@link DirectToolCalls} answers, and
+ * its answer, so that the answer is the one the SDK server would give.
  */
-function plainToolCall(message: JSONRPCMessage): ToolCallRequest | undefined {
-  const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
-  if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
-  const { name, arguments: args, ...rest } = request.params;
-  if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
-  return { id: request.id as RequestId, name, args: args ?? {} };
+export interface PlainCallForm {
+  /** The call `message` makes when it is plain in this revision; `undefined` leaves it to the SDK server. */
+  callOf(message: JSONRPCMessage): ToolCallRequest | undefined;
+  /** The result as the revision's SDK server sends it. */
+  resultOf(result: CallToolResult): CallToolResult;
+  /** Whether `tool` may be called here: one that needs what only the SDK server gives stays there. */
+  takes(tool: ToolDefinition): boolean;
 }
+
+/**
+ * Whether `tool` may talk to its caller while it runs (progress, log messages, elicitation,
+ * sampling): an upstream MCP server's may. The direct path has no caller to give it, so such a
+ * call goes to the SDK server, which relays all of that.
+ */
+export const talksToCaller = (tool: ToolDefinition): boolean => tool.source.startsWith('mcp:');
+
+/**
+ * The 2025 revisions' plain call: an id, a tool name, an arguments object, and nothing else in its
+ * params (no `_meta`, so no progress token; no `task`).
+ */
+export const LEGACY_PLAIN_CALL: PlainCallForm = {
+  callOf(message) {
+    const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+    if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
+    const { name, arguments: args, ...rest } = request.params;
+    if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
+    return { id: request.id as RequestId, name, args: args ?? {} };
+  },
+  resultOf: (result) => result,
+  takes: (tool) => !talksToCaller(tool),
+};
 
 /**
  * The MCP WebSocket sessions' fast path for the one request clients send most: a plain
  * `tools/call` of a catalogue tool is answered from the catalogue directly, without the SDK
  * server's per-request machinery (schema parses, an abort controller, four promise hops), which
- * cost more than the call itself. Everything else, and any `tools/call` that is not plain or
- * names a tool the catalogue lacks, goes to the session's SDK server, which gives MCP its
- * semantics. The answers are the same either way (`McpService.toolCallResult`), and a
- * `notifications/cancelled` for a call in flight here stops it with no answer, as the SDK does.
+ * cost more than the call itself. Everything else, and any `tools/call` that is not plain in the
+ * revision's {@link PlainCallForm} or names a tool the catalogue lacks or the form leaves to it,
+ * goes to the session's SDK server, which gives MCP its semantics. The answers are the same either
+ * way (`McpService.toolCallResult`), and a `notifications/cancelled` for a call in flight here
+ * stops it with no answer, as the SDK does.
  */
 export class DirectToolCalls {
   private readonly running = new Map<RequestId, ToolCallControls>();
@@ -43,21 +68,19 @@ export class DirectToolCalls {
     private readonly mcp: McpService,
     private readonly scope: ToolCallScope,
     private readonly answer: (message: JSONRPCMessage) => void,
+    private readonly form: PlainCallForm = LEGACY_PLAIN_CALL,
   ) {}
 
-  /** Answers `message` here when it can; false leaves it to the SDK server. */
+  /** Answers `message` here when it can (a call, or the cancellation of a call running here); false leaves it to the SDK server. */
   take(message: JSONRPCMessage): boolean {
     const cancelled = cancelledRequestId(message);
-    if (cancelled !== undefined) {
-      this.stop(cancelled);
-      return false;
-    }
-    const request = plainToolCall(message);
+    if (cancelled !== undefined) return this.stop(cancelled);
+    const request = this.form.callOf(message);
     if (!request || this.running.has(request.id)) return false;
     const controls: ToolCallControls = {};
     let result: MaybePromise<CallToolResult> | undefined;
     try {
-      result = this.mcp.toolCallResult(this.scope, request.name, request.args, controls);
+      result = this.mcp.toolCallResult(this.scope, request.name, request.args, controls, this.form.takes);
     } catch (error) {
       return this.refuse(request.id, error);
     }
@@ -84,15 +107,17 @@ export class DirectToolCalls {
     for (const id of [...this.running.keys()]) this.stop(id);
   }
 
-  private stop(id: RequestId): void {
+  /** Stops the call `id` running here, unanswered; false when none is. */
+  private stop(id: RequestId): boolean {
     const controls = this.running.get(id);
-    if (!controls) return;
+    if (!controls) return false;
     this.running.delete(id);
     controls.cancel?.();
+    return true;
   }
 
   private reply(id: RequestId, result: CallToolResult): void {
-    this.answer({ jsonrpc: '2.0', id, result });
+    this.answer({ jsonrpc: '2.0', id, result: this.form.resultOf(result) });
   }
 
   /** A call refused before it ran (a rate limit): its JSON-RPC error, as the SDK server would send it. */

@@ -1,6 +1,5 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { newId } from '../../core/new-id';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
@@ -85,9 +84,7 @@ export class EnvelopeSession implements McpSocketSession {
     const transport = new EnvelopeTransport(this.connection, this.sessionId);
     const send = (message: JSONRPCMessage) => void transport.send(message).catch(() => undefined);
     transport.answerToolCallsWith(new DirectToolCalls(this.context.mcp, scope, send));
-    transport.answerModernRequestsWith(
-      new ModernSocketRequests(this.context.modern, this.connection.principal ?? ANONYMOUS_PRINCIPAL, this.context.maxCallsInFlight, send),
-    );
+    transport.answerModernRequestsWith(new ModernSocketRequests(this.context.modern, this.context.mcp, scope, this.context.maxCallsInFlight, send));
     this.transport = transport;
     this.server = this.context.mcp.createServer(scope);
     void this.server.connect(transport);

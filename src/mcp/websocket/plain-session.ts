@@ -1,6 +1,5 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { ANONYMOUS_PRINCIPAL } from '../../core/auth/access-token.service';
 import { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { GatewayConnection } from '../../core/ws/connection';
 import { jsonRpcError, requestIdOf } from '../mcp.errors';
@@ -30,9 +29,7 @@ export class PlainSession implements McpSocketSession {
     this.server = context.mcp.createServer(scope);
     const send = (message: JSONRPCMessage) => void this.transport.send(message).catch(() => undefined);
     this.transport.answerToolCallsWith(new DirectToolCalls(context.mcp, scope, send));
-    this.transport.answerModernRequestsWith(
-      new ModernSocketRequests(context.modern, connection.principal ?? ANONYMOUS_PRINCIPAL, context.maxCallsInFlight, send),
-    );
+    this.transport.answerModernRequestsWith(new ModernSocketRequests(context.modern, context.mcp, scope, context.maxCallsInFlight, send));
     void this.server.connect(this.transport);
   }
 
