@@ -4,6 +4,7 @@ import {
   CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
+  ListRootsResultSchema,
   LoggingLevel,
   LoggingLevelSchema,
   McpError,
@@ -18,17 +19,36 @@ const SEVERITY: readonly LoggingLevel[] = LoggingLevelSchema.options;
 export const CLIENT_QUESTIONS = {
   'elicitation/create': { capability: 'elicitation', result: ElicitResultSchema },
   'sampling/createMessage': { capability: 'sampling', result: CreateMessageResultSchema },
+  'roots/list': { capability: 'roots', result: ListRootsResultSchema },
 } as const;
 
 export type QuestionMethod = keyof typeof CLIENT_QUESTIONS;
 
+/** The capability a client must have declared to be asked `method`, when it has not; `undefined` when it has, or `method` is no question. */
+export function missingCapability(method: string, capabilities: Record<string, unknown> | undefined): string | undefined {
+  const question = Object.hasOwn(CLIENT_QUESTIONS, method) ? CLIENT_QUESTIONS[method as QuestionMethod] : undefined;
+  return question && !capabilities?.[question.capability] ? question.capability : undefined;
+}
+
 /** Why `method` cannot be put to a client that declared `capabilities`; `undefined` when it can. */
 export function questionRefusal(method: string, capabilities: Record<string, unknown> | undefined): McpError | undefined {
-  const question = CLIENT_QUESTIONS[method as QuestionMethod];
-  if (!question) return new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`);
-  if (capabilities?.[question.capability]) return undefined;
-  const why = `it did not declare the ${question.capability} capability`;
-  return new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: ${why}`);
+  if (!Object.hasOwn(CLIENT_QUESTIONS, method)) return new McpError(ErrorCode.MethodNotFound, `The gateway does not relay "${method}" to its clients`);
+  const missing = missingCapability(method, capabilities);
+  if (missing === undefined) return undefined;
+  return new McpError(ErrorCode.InvalidRequest, `The client that made this call cannot answer ${method}: it did not declare the ${missing} capability`);
+}
+
+/**
+ * The key a 2026 client is asked `method` under, among the questions of its round (`taken`): the
+ * key the upstream asked it under (`named`), so the client sees the upstream's own names, unless
+ * another question of the round has it; else the gateway's `<capability>-N`.
+ */
+export function keyForQuestion(method: QuestionMethod, named: string | undefined, taken: (key: string) => boolean, nextNumber: () => number): string {
+  if (named !== undefined && named !== '' && !taken(named)) return named;
+  let key: string;
+  do key = `${CLIENT_QUESTIONS[method].capability}-${nextNumber()}`;
+  while (taken(key));
+  return key;
 }
 
 /** The level a session asked for with `logging/setLevel`; messages below it are not sent. */
@@ -50,8 +70,11 @@ export class SessionLogLevel {
 /**
  * The MCP client of one `tools/call`, as the tool's {@link ToolCaller}: progress goes to it under
  * the call's `progressToken` (only when it sent one), log messages at or above its level, and
- * elicitation and sampling requests when it declared the capability; all of them on the call's
- * own stream (`relatedRequestId`), so a Streamable HTTP client gets them in the call's response.
+ * elicitation, sampling and roots requests when it declared the capability; all of them on the
+ * call's own stream (`relatedRequestId`), so a Streamable HTTP client gets them in the call's
+ * response. `roots/list` to a client that did not declare roots is answered with no roots, not
+ * refused: the upstream asks because the gateway declares roots, not this client, and "none" is
+ * what it heard before the gateway did.
  */
 export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, logLevel: SessionLogLevel): ToolCaller {
   const progressToken = extra._meta?.progressToken;
@@ -64,7 +87,9 @@ export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerR
       if (logLevel.admits(message.level)) await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
     },
     request: async (method, params, signal) => {
-      const refusal = questionRefusal(method, server.getClientCapabilities());
+      const capabilities = server.getClientCapabilities();
+      if (method === 'roots/list' && !capabilities?.roots) return { roots: [] };
+      const refusal = questionRefusal(method, capabilities);
       if (refusal) throw refusal;
       return extra.sendRequest({ method, params } as ServerRequest, CLIENT_QUESTIONS[method as QuestionMethod].result, { signal });
     },

@@ -1,3 +1,4 @@
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCaller } from '../core/tools/tool-definition';
 import { UpstreamCallers } from './upstream-callers';
 
@@ -65,5 +66,47 @@ describe('UpstreamCallers', () => {
     await callers.during({}, signal, async () => {
       await expect(callers.request('up', 'elicitation/create', {}, signal)).rejects.toThrow('is not relayed: its caller cannot be asked');
     });
+  });
+
+  it("hands the caller the key a 2026 upstream asked the question under, and none for a 2025 upstream's request", async () => {
+    const callers = new UpstreamCallers();
+    const keyed: ToolCaller = { request: async (_method, _params, _signal, key) => ({ key: key ?? null }) };
+    await callers.during(keyed, signal, async () => {
+      await expect(callers.request('up', 'elicitation/create', {}, signal, 'user_name')).resolves.toEqual({ key: 'user_name' });
+      await expect(callers.request('up', 'elicitation/create', {}, signal)).resolves.toEqual({ key: null });
+    });
+  });
+
+  it("answers an upstream's roots/list with no roots when there is nobody to ask, or the caller is no MCP client, and relays it otherwise", async () => {
+    const callers = new UpstreamCallers();
+    await expect(callers.roots('up', undefined, signal)).resolves.toEqual({ roots: [] });
+    // With one call in flight, a roots request from outside its context (a stdio upstream asking when it pleases) is not that call's.
+    let release!: () => void;
+    const asked: string[] = [];
+    const lone = callers.during({ request: async (method) => (asked.push(method), {}) }, signal, () => new Promise<void>((resolve) => (release = resolve)));
+    await expect(callers.roots('up', undefined, signal)).resolves.toEqual({ roots: [] });
+    release();
+    await lone;
+    expect(asked).toEqual([]);
+    const turn: ToolCaller = {
+      request: async (method) => {
+        throw new Error(`A voice turn cannot answer "${method}"`);
+      },
+    };
+    await callers.during(turn, signal, async () => expect(await callers.roots('up', undefined, signal)).toEqual({ roots: [] }));
+    await callers.during(caller('client'), signal, async () =>
+      expect(await callers.roots('up', undefined, signal, 'client_roots')).toEqual({ answeredBy: 'client', method: 'roots/list' }),
+    );
+    const refusing: ToolCaller = {
+      request: async () => {
+        throw new McpError(ErrorCode.InvalidRequest, 'The client that made this call cannot answer roots/list');
+      },
+    };
+    await callers.during(refusing, signal, async () =>
+      expect(callers.roots('up', undefined, signal)).rejects.toMatchObject({
+        code: ErrorCode.InvalidRequest,
+        message: expect.stringContaining('cannot answer roots/list'),
+      }),
+    );
   });
 });

@@ -17,14 +17,16 @@ interface CallInFlight {
 }
 
 /**
- * Who a message from an upstream is for: log messages and elicitation or sampling requests that
+ * Who a message from an upstream is for: log messages and elicitation, sampling or roots requests that
  * an upstream sends while a tool call runs belong to that call's caller, but MCP 2025 does not
  * say which call they belong to. Over Streamable HTTP they come on the call's own response
  * stream, which is read in the call's asynchronous context, so the caller is known exactly.
  * Otherwise (a stdio or SSE upstream, or the standalone GET stream) they go to the caller only
  * while exactly one call is in flight on that upstream; with several, nobody can tell, and
  * nothing is relayed. A 2026 upstream asks for input in the answer of the call itself
- * (`input_required`), so its requests always go to that call's caller ({@link within}).
+ * (`input_required`), so its requests always go to that call's caller ({@link within}); it is told
+ * what that caller's client declared ({@link declaredForThisRequest}), and a refusal for want of
+ * more (-32021) ends the caller's call with it.
  */
 export class UpstreamCallers {
   /** The callers of the calls in flight. */
@@ -51,6 +53,10 @@ export class UpstreamCallers {
       const result = await callerOfThisStream.run(caller, call);
       await entry.relays;
       return result;
+    } catch (error) {
+      const required = requiredCapabilitiesOf(error);
+      if (required) caller.missingCapabilities?.(required, withoutMcpErrorPrefix((error as Error).message));
+      throw error;
     } finally {
       signal.removeEventListener('abort', stop);
       this.inFlight.delete(caller);
@@ -67,6 +73,15 @@ export class UpstreamCallers {
    */
   within<T>(signal: AbortSignal | undefined, fulfil: () => T): T {
     return callerOfThisStream.run((signal && this.bySignal.get(signal)) ?? null, fulfil);
+  }
+
+  /**
+   * What the client of the request being sent now declared it can be asked, when its caller says
+   * (a 2026 client declares it with each request): an upstream should not ask it more.
+   */
+  declaredForThisRequest(): Record<string, unknown> | undefined {
+    const caller = callerOfThisStream.getStore();
+    return caller?.declaredCapabilities?.();
   }
 
   /** Relays a notification to `caller` after those relayed to it before. */
@@ -88,19 +103,52 @@ export class UpstreamCallers {
   /**
    * Relays a request of the upstream's to the caller, until the upstream withdraws it or the call
    * it came with ends; the caller's refusal, or a refusal when there is nobody to ask, as the
-   * error the upstream is answered with.
+   * error the upstream is answered with. `key` is the name a 2026 upstream gave the question in
+   * its `input_required` answer, which a 2026 caller asks its own client under.
    */
-  async request(label: string, method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+  async request(
+    label: string,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+    key?: string,
+  ): Promise<Record<string, unknown>> {
     const caller = this.current();
     if (!caller?.request) {
       const why = caller ? 'its caller cannot be asked' : 'the gateway cannot tell which call it belongs to';
       throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} from ${label} is not relayed: ${why}`);
     }
     try {
-      return await caller.request(method, params, AbortSignal.any([signal, this.inFlight.get(caller)!.ended.signal]));
+      return await caller.request(method, params, AbortSignal.any([signal, this.inFlight.get(caller)!.ended.signal]), key);
     } catch (error) {
       if (error instanceof McpError) throw new ProtocolError(error.code, withoutMcpErrorPrefix(error.message), error.data);
       throw error;
     }
   }
+
+  /**
+   * The roots of the caller, for an upstream's `roots/list`: asked of the caller's client only
+   * when the request is known to be that call's (it came on the call's own stream, or in its 2026
+   * answer), else none. Upstreams ask for roots when they connect, or when they please, not only
+   * for a call, so the guess that gives elicitation to the one call in flight would end an
+   * unrelated call of a 2026 client that has no roots. None too when the caller is no MCP client
+   * (a model's turn, which refuses with a plain error). A client's own refusal stays one.
+   */
+  async roots(label: string, params: Record<string, unknown> | undefined, signal: AbortSignal, key?: string): Promise<Record<string, unknown>> {
+    const exact = callerOfThisStream.getStore();
+    if (!exact?.request || !this.inFlight.has(exact)) return { roots: [] };
+    try {
+      return await this.request(label, 'roots/list', params, signal, key);
+    } catch (error) {
+      if (error instanceof ProtocolError || signal.aborted) throw error;
+      return { roots: [] };
+    }
+  }
+}
+
+/** What an upstream's MissingRequiredClientCapability refusal (-32021) says the request needed; `undefined` for any other failure. */
+function requiredCapabilitiesOf(error: unknown): Record<string, unknown> | undefined {
+  if (!(error instanceof ProtocolError) || error.code !== ProtocolErrorCode.MissingRequiredClientCapability) return undefined;
+  const required = (error.data as { requiredCapabilities?: unknown } | undefined)?.requiredCapabilities;
+  return required !== null && typeof required === 'object' && !Array.isArray(required) ? (required as Record<string, unknown>) : undefined;
 }

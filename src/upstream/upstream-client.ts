@@ -1,4 +1,13 @@
-import { Client, Implementation, McpSubscription, ProtocolError, ProtocolErrorCode, RequestOptions, SubscriptionFilter } from '@modelcontextprotocol/client';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  Client,
+  Implementation,
+  McpSubscription,
+  ProtocolError,
+  ProtocolErrorCode,
+  RequestOptions,
+  SubscriptionFilter,
+} from '@modelcontextprotocol/client';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
 import { CallToolRequest, CallToolResult, CallToolResultSchema, CancelTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamCallers } from './upstream-callers';
@@ -12,8 +21,9 @@ export type EndSubscription = () => Promise<void>;
 /**
  * The SDK 2.x client the gateway holds for one upstream, which it speaks to in whichever MCP
  * revision the upstream speaks: 2026-07-28 when it answers `server/discover`, else the 2025
- * `initialize` handshake (`negotiate: false` goes straight to it). It declares elicitation and
- * sampling, which the callers answer (see {@link UpstreamCallers}), and hides what the eras do
+ * `initialize` handshake (`negotiate: false` goes straight to it). It declares elicitation,
+ * sampling and roots (without `listChanged`: no change of a caller's roots is relayed), which the
+ * callers answer (see {@link UpstreamCallers}), and hides what the eras do
  * differently: how liveness is checked, how change notifications are asked for.
  */
 export class UpstreamClient extends Client {
@@ -23,7 +33,7 @@ export class UpstreamClient extends Client {
     negotiate: boolean,
   ) {
     super(clientInfo, {
-      capabilities: { elicitation: {}, sampling: {} },
+      capabilities: { elicitation: {}, sampling: {}, roots: {} },
       versionNegotiation: { mode: negotiate ? 'auto' : 'legacy' },
       listMaxPages: MAX_PAGES,
     });
@@ -31,6 +41,21 @@ export class UpstreamClient extends Client {
 
   get modern(): boolean {
     return this.getProtocolEra() === 'modern';
+  }
+
+  /**
+   * On 2026, the capabilities each request declares are those of the gateway that its caller's
+   * client declared too, when the caller says (a 2026 client declares them with each request):
+   * an upstream then asks only what that client can answer, and refuses itself (-32021) what it
+   * cannot serve without more, as it would the client directly.
+   */
+  protected override _outboundMetaEnvelope(): Readonly<Record<string, unknown>> | undefined {
+    const envelope = super._outboundMetaEnvelope();
+    const declared = this.callers.declaredForThisRequest();
+    if (!envelope || !declared) return envelope;
+    const own = (envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>;
+    const shared = Object.fromEntries(Object.entries(own).filter(([capability]) => Boolean(declared[capability])));
+    return { ...envelope, [CLIENT_CAPABILITIES_META_KEY]: shared };
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { CreateMessageResult, ElicitResult, ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+import { CreateMessageResult, ElicitResult, ListRootsResult, ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamCallers } from './upstream-callers';
 import { UpstreamClient } from './upstream-client';
@@ -241,7 +241,8 @@ export class UpstreamConnection implements UpstreamLinkState {
 
   /**
    * What the upstream sends the caller of a call while it runs: log messages (else logged here, at
-   * debug level), elicitation and sampling requests (else refused), see {@link UpstreamCallers}.
+   * debug level), elicitation and sampling requests (else refused), roots requests (else answered
+   * with none), see {@link UpstreamCallers}.
    */
   private relayFromUpstream(client: UpstreamClient): void {
     client.setNotificationHandler('notifications/message', ({ params }) => {
@@ -250,11 +251,17 @@ export class UpstreamConnection implements UpstreamLinkState {
       else this.context.logger.debug(`${this.label} log (${params.level}): ${brief(this.redact(JSON.stringify(params.data) ?? ''))}`);
     });
     // The SDK's client checks each answer against the request's result schema before sending it on.
-    // On 2026 it calls these same handlers for the input an upstream's answer asks for (`input_required`).
-    const relay = (request: { method: string; params?: Record<string, unknown> }, signal: AbortSignal) =>
-      this.callers.request(this.label, request.method, request.params, signal);
-    client.setRequestHandler('elicitation/create', (request, ctx) => relay(request, ctx.mcpReq.signal) as Promise<ElicitResult>);
-    client.setRequestHandler('sampling/createMessage', (request, ctx) => relay(request, ctx.mcpReq.signal) as Promise<CreateMessageResult>);
+    // On 2026 it calls these same handlers for the input an upstream's answer asks for (`input_required`),
+    // with the key the upstream asked it under as the request's id.
+    const keyOf = (ctx: { mcpReq: { id: unknown } }) => (client.modern ? String(ctx.mcpReq.id) : undefined);
+    const relay = (request: { method: string; params?: Record<string, unknown> }, ctx: { mcpReq: { id: unknown; signal: AbortSignal } }) =>
+      this.callers.request(this.label, request.method, request.params, ctx.mcpReq.signal, keyOf(ctx));
+    client.setRequestHandler('elicitation/create', (request, ctx) => relay(request, ctx) as Promise<ElicitResult>);
+    client.setRequestHandler('sampling/createMessage', (request, ctx) => relay(request, ctx) as Promise<CreateMessageResult>);
+    client.setRequestHandler(
+      'roots/list',
+      (request, ctx) => this.callers.roots(this.label, request.params, ctx.mcpReq.signal, keyOf(ctx)) as Promise<ListRootsResult>,
+    );
   }
 
   /**

@@ -170,7 +170,14 @@ export class UpstreamToolSync {
       // The call's span (when traced) goes on to the upstream in `_meta`, so its spans join the trace.
       // A 2026 upstream logs only at the level a request names; the caller's own level is applied as its log messages are relayed.
       const meta = { ...activeTraceMeta(), ...(caller?.log && client.modern && { [LOG_LEVEL_META_KEY]: 'debug' }) };
-      const params = { name: tool.upstreamName, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) };
+      // A 2026 client may answer before it is asked; its answers go to the 2026 upstream that would ask.
+      const unasked = client.modern ? caller?.takeUnaskedAnswers?.() : undefined;
+      const params = {
+        name: tool.upstreamName,
+        arguments: args,
+        ...(unasked && Object.keys(unasked).length > 0 && { inputResponses: unasked }),
+        ...(Object.keys(meta).length > 0 && { _meta: meta }),
+      };
       const call = (): Promise<unknown> =>
         tool.taskRequired ? client.callToolAsTask(params, this.server.callTimeoutMs, options) : client.callTool(params, options);
       result = (await this.callers.during(caller, signal, call)) as CallToolResult;

@@ -41,40 +41,7 @@ const ALONE_FIRST = ['server-stateless'];
 const NOT_PASSED_DIRECTLY: Record<string, string> = {};
 
 /** Scenarios that pass directly and do not pass through the gateway yet: the checks that fail, and the CLI's reason. */
-const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string }> = {
-  'server-stateless': {
-    checks: ['sep-2575-server-rejects-undeclared-capability', 'sep-2575-missing-capability-http-400'],
-    reason:
-      'A call whose tool needs a capability the client did not declare (test_missing_capability asks for sampling) ends as a complete isError result, HTTP 200 ' +
-      '("The client that made this call cannot answer sampling/createMessage"), not as MissingRequiredClientCapabilityError -32021 with ' +
-      'data.requiredCapabilities { sampling: {} } and HTTP 400: the gateway declares sampling to the upstream whatever its client declared, and its own refusal ' +
-      '(questionRefusal, src/mcp/mcp-tool-caller.ts) ends the call as a tool error.',
-  },
-  'http-custom-header-server-validation': {
-    checks: ['sep-2243-server-reject-invalid-param-chars', 'sep-2243-server-reject-param-mismatch', 'sep-2243-server-validate-param-match'],
-    reason:
-      'The gateway lists the upstream tool whose parameter has x-mcp-header, but takes calls to it whose Mcp-Param-Region header is missing, not valid ' +
-      'Base64 or unlike the body (HTTP 200, the tool runs) where 400 and -32020 are due: the SDK checks Mcp-Param-* headers before dispatch only when its ' +
-      'factory makes an McpServer, and the gateway makes a low-level Server (ModernMcpEndpoint.serverFor, src/mcp/http/modern-mcp-endpoint.ts). Pending in the suite.',
-  },
-  'input-required-result-basic-elicitation': {
-    checks: ['sep-2322-elicitation-incomplete'],
-    reason:
-      'The upstream asks under the key user_name; the gateway asks its client under a key of its own ("elicitation-1": WaitingCall.ask, ' +
-      'src/mcp/http/waiting-calls.ts), as it relays each question the SDK client hands it one by one, without the key the upstream chose.',
-  },
-  'input-required-result-basic-list-roots': {
-    checks: ['sep-2322-list-roots-incomplete'],
-    reason:
-      'roots/list is not relayed: the gateway declares only elicitation and sampling to upstreams (UpstreamClient, src/upstream/upstream-client.ts; ' +
-      'CLIENT_QUESTIONS, src/mcp/mcp-tool-caller.ts), so the upstream SDK refuses to ask for roots and the call ends as an isError result ' +
-      "(\"Cannot request input 'client_roots' (roots/list): the request's client capabilities do not declare the required capability\").",
-  },
-  'input-required-result-multiple-input-requests': {
-    checks: ['sep-2322-multiple-inputs-incomplete'],
-    reason: 'One of its three questions is roots/list, which the gateway does not relay (see input-required-result-basic-list-roots): an isError result.',
-  },
-};
+const NOT_YET_THROUGH_GATEWAY: Record<string, { checks: string[]; reason: string }> = {};
 
 /**
  * A proxy on 127.0.0.1 port 0 in front of the gateway that adds its bearer token to every request,

@@ -166,10 +166,13 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     expect((await callRaw(TOKEN, 'hasty.ask_name', { requestState, inputResponses: {} })).error).toMatchObject({ code: -32602 });
   });
 
-  it("refuses an upstream's question to a client that did not declare the capability, with the reason, instead of hanging", async () => {
+  it('ends the call whose upstream asks what the client did not declare with -32021 and the capability it needs, instead of hanging', async () => {
     const answer = await callRaw(TOKEN, 'asking.ask_name', {}, {});
-    expect(answer.result?.isError).toBe(true);
-    expect(JSON.stringify(answer.result?.content)).toContain('did not declare the elicitation capability');
+    expect(answer.error).toMatchObject({
+      code: -32021,
+      message: 'The client that made this call cannot answer elicitation/create: it did not declare the elicitation capability',
+      data: { requiredCapabilities: { elicitation: {} } },
+    });
   });
 
   const TASKS = { 'io.modelcontextprotocol/tasks': {} };
@@ -257,6 +260,24 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
       // Another token's retry is refused on the instance that received it, before anything is relayed.
       const other = await modernRequest(b, OTHER_TOKEN, 'tools/call', { name: 'asking.ask_name', arguments: {}, requestState: first.result!.requestState }, {});
       expect(other.error).toMatchObject({ code: -32602 });
+    });
+
+    it('ends a call with -32021 in a round served for another instance, when the retry did not declare what is asked next', async () => {
+      const [a, b] = replicas;
+      const first = await callOn(a, 'asking.ask_twice');
+      const second = await modernRequest(
+        b,
+        TOKEN,
+        'tools/call',
+        {
+          name: 'asking.ask_twice',
+          arguments: {},
+          requestState: first.result!.requestState,
+          inputResponses: { 'elicitation-1': { action: 'accept', content: { name: 'Lin' } } },
+        },
+        { elicitation: {} },
+      );
+      expect(second.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
     });
 
     it("shows a task's question on another instance, and takes its answer there", async () => {

@@ -107,11 +107,13 @@ describe('MCP revisions on /mcp: 2026-07-28 beside 2025-03-26', () => {
     expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('revision_probe');
   });
 
-  it("refuses an upstream's elicitation to a 2026-07-28 client that did not declare the capability, with the reason, instead of hanging", async () => {
+  it('ends the call whose upstream asks a 2026-07-28 client what it did not declare with -32021, with the reason, instead of hanging', async () => {
     const client = await modernClient();
-    const result = await client.callTool({ name: 'everything.trigger_elicitation_request', arguments: {} });
-    expect(result.isError).toBe(true);
-    expect(JSON.stringify(result.content)).toContain('did not declare the elicitation capability');
+    await expect(client.callTool({ name: 'everything.trigger_elicitation_request', arguments: {} })).rejects.toMatchObject({
+      code: -32021,
+      message: expect.stringContaining('did not declare the elicitation capability'),
+      data: { requiredCapabilities: { elicitation: {} } },
+    });
   });
 
   it('serves a 2026-07-28 client over a plain WebSocket: tools, resources, progress and subscriptions/listen', async () => {

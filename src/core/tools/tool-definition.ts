@@ -19,15 +19,27 @@ export interface ToolExample {
 
 /**
  * What a tool may tell, or ask, the client that called it while the call runs: MCP's progress,
- * log messages and requests from the server (elicitation, sampling). A member is absent when the
- * caller's protocol or client cannot carry it.
+ * log messages and requests from the server (elicitation, sampling, roots). A member is absent
+ * when the caller's protocol or client cannot carry it. The last three are for callers whose
+ * client says with each request what it can be asked (MCP 2026-07-28), which a gateway in front
+ * of a server of that revision passes on.
  */
 export interface ToolCaller {
   /** Resolves once the update is on its way, so a relay can send it before the call's result. */
   progress?(update: { progress: number; total?: number; message?: string }): Promise<void>;
   log?(message: { level: string; logger?: string; data: unknown }): Promise<void>;
-  /** Sends `method` to the caller's client and resolves with its answer; rejects when the client cannot answer it. */
-  request?(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
+  /**
+   * Sends `method` to the caller's client and resolves with its answer; rejects when the client
+   * cannot answer it. `key` is the name the question had where it came from (the key of an
+   * upstream's 2026 `inputRequests`), which a caller that names its questions keeps when it can.
+   */
+  request?(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal, key?: string): Promise<Record<string, unknown>>;
+  /** The client capabilities the caller's request declared (`elicitation`, `sampling`, `roots`...): a server should ask no more. */
+  declaredCapabilities?(): Record<string, unknown>;
+  /** Ends the call: the server it went to cannot serve it without `required`, which the client did not declare (MCP's -32021). */
+  missingCapabilities?(required: Record<string, unknown>, message: string): void;
+  /** The answers the client sent with its request without being asked (`inputResponses`), for the server the call goes to; once. */
+  takeUnaskedAnswers?(): Record<string, unknown> | undefined;
 }
 
 /** What a handler learns about the call it serves. */

@@ -1,7 +1,7 @@
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCaller } from '../../core/tools/tool-definition';
-import { CLIENT_QUESTIONS, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
+import { CLIENT_QUESTIONS, keyForQuestion, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
 import { POLL_INTERVAL_MS } from '../tasks/mcp-tasks.service';
 import type { TaskInputs } from '../tasks/task-inputs';
 
@@ -15,7 +15,8 @@ interface OpenQuestion {
  * opens in the task's inputs and the task turns `input_required`, so `tasks/get` shows it on any
  * instance; the client's `tasks/update` leaves the answer there, and this instance, polling while
  * a question is open, takes it to the caller. With no question left open the task is `working`
- * again. Questions need the capability the client declared when it started the task.
+ * again. Questions need the capability the client declared when it started the task, and go
+ * under the upstream's own keys when those are free, as a waiting call's do.
  */
 export class TaskCaller implements ToolCaller {
   private readonly open = new Map<string, OpenQuestion>();
@@ -30,10 +31,19 @@ export class TaskCaller implements ToolCaller {
     private readonly capabilities: Record<string, unknown>,
   ) {}
 
-  async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+  declaredCapabilities(): Record<string, unknown> {
+    return this.capabilities;
+  }
+
+  async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal, named?: string): Promise<Record<string, unknown>> {
     const refusal = questionRefusal(method, this.capabilities);
     if (refusal) throw refusal;
-    const key = `${CLIENT_QUESTIONS[method as QuestionMethod].capability}-${++this.asked}`;
+    const key = keyForQuestion(
+      method as QuestionMethod,
+      named,
+      (taken) => this.open.has(taken),
+      () => ++this.asked,
+    );
     await this.inputs.setQuestion(this.taskId, this.owner, key, { method, params });
     const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
       this.open.set(key, { method: method as QuestionMethod, resolve });

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ServerContext } from '@modelcontextprotocol/server';
+import { MissingRequiredClientCapabilityError, ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { LocalWaitingCallRelay } from './waiting-call-relay';
 import { WaitingCalls } from './waiting-calls';
@@ -58,9 +58,76 @@ describe('WaitingCalls', () => {
     expect(signalOfCall?.aborted).toBe(true);
   });
 
-  it('refuses a question the client cannot answer, with the capability it lacks', async () => {
+  it('ends the call with -32021 naming the capability when it asks what the client did not declare, and stops it', async () => {
     const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
     const { context } = round('alice', { capabilities: {} });
-    await expect(calls.start('alice', 'ask', context, {}, askName)).rejects.toThrow('did not declare the elicitation capability');
+    let signalOfCall: AbortSignal | undefined;
+    const answer = calls.start('alice', 'ask', context, {}, (caller, signal) => {
+      signalOfCall = signal;
+      return askName(caller, signal);
+    });
+    await expect(answer).rejects.toBeInstanceOf(MissingRequiredClientCapabilityError);
+    await expect(answer).rejects.toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: {} } },
+      message: expect.stringContaining('did not declare the elicitation capability'),
+    });
+    expect(signalOfCall?.aborted).toBe(true);
+  });
+
+  it('does the same for roots, which a client that declared them is asked like any question', async () => {
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
+    const listRoots = (caller: ToolCaller, signal: AbortSignal) => caller.request!('roots/list', undefined, signal).then((roots) => ({ content: [], roots }));
+    await expect(calls.start('alice', 'roots', round('alice').context, {}, listRoots)).rejects.toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { roots: {} } },
+    });
+    const first = round('alice', { capabilities: { roots: {} } });
+    const asked = await calls.start('alice', 'roots', first.context, {}, listRoots);
+    expect(asked).toMatchObject({ resultType: 'input_required', inputRequests: { 'roots-1': { method: 'roots/list' } } });
+    const state = await calls.verifyState((asked as { requestState: string }).requestState, first.context);
+    const retry = round('alice', { state, responses: { 'roots-1': { roots: [{ uri: 'file:///home' }] } }, capabilities: { roots: {} } });
+    expect(await calls.resume('alice', 'roots', retry.context, {})).toEqual({ content: [], roots: { roots: [{ uri: 'file:///home' }] } });
+  });
+
+  it("asks under the upstream's own keys when they are free in the round, else under the gateway's, and answers each its own", async () => {
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
+    const first = round('alice', { capabilities: { elicitation: {}, sampling: {} } });
+    const question = (key: string | undefined, caller: ToolCaller, signal: AbortSignal, message: string) =>
+      caller.request!('elicitation/create', { message, requestedSchema: { type: 'object', properties: {} } }, signal, key);
+    const asked = await calls.start('alice', 'three', first.context, {}, async (caller, signal) => {
+      const answers = await Promise.all([
+        question('user_name', caller, signal, 'first'),
+        question('user_name', caller, signal, 'second'),
+        question(undefined, caller, signal, 'third'),
+      ]);
+      return { content: [{ type: 'text', text: JSON.stringify(answers) }] };
+    });
+    expect(asked).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: {
+        user_name: { params: { message: 'first' } },
+        'elicitation-1': { params: { message: 'second' } },
+        'elicitation-2': { params: { message: 'third' } },
+      },
+    });
+    const state = await calls.verifyState((asked as { requestState: string }).requestState, first.context);
+    const answer = (name: string) => ({ action: 'accept', content: { name } });
+    const retry = round('alice', { state, responses: { 'elicitation-2': answer('c'), user_name: answer('a'), 'elicitation-1': answer('b') } });
+    const result = (await calls.resume('alice', 'three', retry.context, {})) as CallToolResult;
+    expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual([answer('a'), answer('b'), answer('c')]);
+  });
+
+  it('tells the upstream what the client declared, and hands it the answers the first request carried unasked, once', async () => {
+    const calls = new WaitingCalls(4, new LocalWaitingCallRelay());
+    const { context } = round('alice', { capabilities: { sampling: {} }, responses: { user_name: { action: 'decline' } } });
+    const seen = await calls.start('alice', 'told', context, {}, async (caller) => {
+      const told = { declared: caller.declaredCapabilities?.(), first: caller.takeUnaskedAnswers?.(), second: caller.takeUnaskedAnswers?.() };
+      return { content: [{ type: 'text', text: JSON.stringify(told) }] };
+    });
+    expect(JSON.parse(((seen as CallToolResult).content[0] as { text: string }).text)).toEqual({
+      declared: { sampling: {} },
+      first: { user_name: { action: 'decline' } },
+    });
   });
 });

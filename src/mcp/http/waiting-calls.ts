@@ -4,13 +4,15 @@ import {
   createRequestStateCodec,
   InputRequiredResult,
   inputRequired,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
   RequestStateCodec,
   ServerContext,
 } from '@modelcontextprotocol/server';
 import { withoutMcpErrorPrefix } from '../../core/errors/mcp-error-words';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
-import { CLIENT_QUESTIONS, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
+import { CLIENT_QUESTIONS, keyForQuestion, missingCapability, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
@@ -41,14 +43,14 @@ interface WaitingState {
 
 /**
  * One request of a 2026 client (a tool call, a prompt, a resource read) that may need the
- * client's input while it runs: an upstream's elicitation or sampling request. The call runs on
+ * client's input while it runs: an upstream's elicitation, sampling or roots request. The call runs on
  * across the client's HTTP exchanges ("rounds");
  * a question ends the round with an `input_required` result, and the client's retry, carrying its
  * answers, opens the next one, which ends with the result or the next question.
  */
 class WaitingCall {
   readonly id = newId();
-  /** Ends the call: when a round's client goes away, or nobody retries in time. */
+  /** Ends the call: when a round's client goes away, nobody retries in time, or it asks what the client cannot answer. */
   readonly abort = new AbortController();
   private readonly questions = new Map<string, Question>();
   private asked = 0;
@@ -66,13 +68,26 @@ class WaitingCall {
     /** What the request names: the tool, the prompt or the resource's URI; its retry must name the same. */
     readonly target: string,
     private readonly registry: { admit(call: WaitingCall): boolean; forget(call: WaitingCall): void },
+    /** Answers the client sent with its first request, unasked: the upstream may take them instead of asking. */
+    private unaskedAnswers?: Record<string, unknown>,
   ) {}
 
-  /** The call's caller: progress and logs to the round now open, questions to the client as `input_required`. */
+  /**
+   * The call's caller: progress and logs to the round now open, questions to the client as
+   * `input_required`; what the client declared is its latest round's, and a server's need of more
+   * ends the call with -32021.
+   */
   readonly caller: ToolCaller = {
     progress: async (update) => this.round?.caller.progress?.(update),
     log: async (message) => this.round?.caller.log?.(message),
-    request: (method, params, signal) => this.ask(method, params, signal),
+    request: (method, params, signal, key) => this.ask(method, params, signal, key),
+    declaredCapabilities: () => this.capabilities,
+    missingCapabilities: (required, message) => this.fail(new MissingRequiredClientCapabilityError({ requiredCapabilities: required }, message)),
+    takeUnaskedAnswers: () => {
+      const answers = this.unaskedAnswers;
+      this.unaskedAnswers = undefined;
+      return answers;
+    },
   };
 
   run(call: (caller: ToolCaller, signal: AbortSignal) => Promise<FinalAnswer>): void {
@@ -140,13 +155,29 @@ class WaitingCall {
     }
   }
 
-  private ask(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+  /**
+   * Opens a question for the next round, under the key the upstream asked it under when that is
+   * free in this call (else `<capability>-N`). A question the client did not declare the
+   * capability for ends the whole call with MissingRequiredClientCapabilityError (-32021, HTTP
+   * 400), as a 2026 server answers a request it cannot serve without that capability, and stops
+   * the upstream's call.
+   */
+  private ask(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal, named?: string): Promise<Record<string, unknown>> {
     const refusal = questionRefusal(method, this.capabilities);
-    if (refusal) return Promise.reject(refusal);
+    if (refusal) {
+      const missing = missingCapability(method, this.capabilities);
+      const words = withoutMcpErrorPrefix(refusal.message);
+      if (missing !== undefined) this.fail(new MissingRequiredClientCapabilityError({ requiredCapabilities: { [missing]: {} } }, words));
+      return Promise.reject(refusal);
+    }
     if (!this.registry.admit(this))
       return Promise.reject(new McpError(ErrorCode.InvalidRequest, `${method} is not relayed: too many calls of this client wait for input`));
-    const question = CLIENT_QUESTIONS[method as QuestionMethod];
-    const key = `${question.capability}-${++this.asked}`;
+    const key = keyForQuestion(
+      method as QuestionMethod,
+      named,
+      (taken) => this.questions.has(taken),
+      () => ++this.asked,
+    );
     return new Promise((resolve, reject) => {
       const withdraw = () => {
         this.questions.delete(key);
@@ -165,8 +196,20 @@ class WaitingCall {
     });
   }
 
-  /** The call ended; a round open now answers with it, else the client's retry does, within the retry window. */
+  /** Stops the call if it still runs; a finished one has nothing to stop (and an abort would cost an exception object per request). */
+  stop(): void {
+    if (this.outcome === undefined) this.abort.abort();
+  }
+
+  /** Ends the call with `error`, whatever it still waits for: its round (or the retry) answers with it, and the call stops. */
+  private fail(error: Error): void {
+    this.settle({ error });
+    this.abort.abort(error);
+  }
+
+  /** The call ended (the first end counts); a round open now answers with it, else the client's retry does, within the retry window. */
   private settle(outcome: Outcome): void {
+    if (this.outcome !== undefined) return;
     this.outcome = outcome;
     this.questions.clear();
     if (this.wake) return this.wake();
@@ -188,7 +231,8 @@ class WaitingCall {
  * `requestState` is sealed (the SDK's HMAC codec) under the relay's key and bound to the
  * principal: a retry by anyone else, or a tampered one, is refused as the SDK's invalid
  * `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
- * a question beyond that is refused, as is one the client did not declare the capability for.
+ * a question beyond that is refused. A question the client did not declare the capability for
+ * ends the call with -32021 ({@link MissingRequiredClientCapabilityError}).
  */
 export class WaitingCalls {
   private readonly calls = new Map<string, WaitingCall>();
@@ -214,7 +258,7 @@ export class WaitingCalls {
     caller: RoundCaller,
     call: (caller: ToolCaller, signal: AbortSignal) => Promise<FinalAnswer>,
   ): Promise<FinalAnswer | InputRequiredResult> {
-    const entry = new WaitingCall(principal, target, this);
+    const entry = new WaitingCall(principal, target, this, context.mcpReq.inputResponses);
     // The round opens first: a call may ask at once, and asking needs the round's capabilities.
     const answer = entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
     entry.run(call);
@@ -250,7 +294,7 @@ export class WaitingCalls {
   }
 
   forget(entry: WaitingCall): void {
-    entry.abort.abort();
+    entry.stop();
     if (!this.calls.delete(entry.id)) return;
     const left = (this.perPrincipal.get(entry.principal) ?? 1) - 1;
     if (left === 0) this.perPrincipal.delete(entry.principal);
@@ -287,7 +331,8 @@ export class WaitingCalls {
     try {
       return { result: await this.resumeHere(retry.call, retry.principal, retry.target, retry.responses, context, {}) };
     } catch (error) {
-      const failure = error instanceof McpError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
+      // An SDK 2.x error (-32021 when the call asked what the client did not declare) keeps its code and data too.
+      const failure = error instanceof McpError || error instanceof ProtocolError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
       return { error: { code: failure.code, message: withoutMcpErrorPrefix(failure.message), data: failure.data } };
     }
   }
