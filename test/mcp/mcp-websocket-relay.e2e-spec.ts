@@ -1,40 +1,15 @@
 import { Client as ModernClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ElicitRequestSchema, ElicitResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RunningGateway, startGateway } from '../support/gateway';
-import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
+import { HttpUpstream } from '../support/http-upstream';
 import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
+import { RELAY_TOOLS } from '../support/relay-tools';
 import { serversFile, upstreamIn } from '../support/upstreams';
 
 const GATEWAY_TOKEN = 'gateway-token-of-the-socket-relay-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-socket-relay-tests';
-const objectSchema = { type: 'object' as const, properties: {} };
-
-const TOOLS: UpstreamTool[] = [
-  {
-    tool: { name: 'ask_name', description: "Asks the user's name", inputSchema: objectSchema },
-    run: async (_args, _meta, extra) => {
-      const answer = await extra!.sendRequest(
-        {
-          method: 'elicitation/create',
-          params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
-        },
-        ElicitResultSchema,
-      );
-      return text(answer.action === 'accept' ? `Hello ${answer.content?.name}` : `no answer (${answer.action})`);
-    },
-  },
-  {
-    tool: { name: 'chatty', description: 'Logs at two levels', inputSchema: objectSchema },
-    run: async (_args, _meta, extra) => {
-      await extra!.sendNotification({ method: 'notifications/message', params: { level: 'debug', logger: 'chatty', data: 'a detail' } });
-      await extra!.sendNotification({ method: 'notifications/message', params: { level: 'error', logger: 'chatty', data: 'a failure' } });
-      return text('logged');
-    },
-  },
-];
-
 /**
  * An upstream tool talks to its caller while it runs; over a WebSocket its plain `tools/call`
  * must not take the sessions' fast path (`DirectToolCalls`), which has no caller to give it, but
@@ -47,7 +22,7 @@ describe("An upstream's questions and log messages over the MCP WebSocket, plain
   const closing: { close(): Promise<void> }[] = [];
 
   beforeAll(async () => {
-    upstream = await HttpUpstream.start(UPSTREAM_TOKEN, TOOLS);
+    upstream = await HttpUpstream.start(UPSTREAM_TOKEN, RELAY_TOOLS);
     servers = serversFile({ relay: { url: upstream.url(), headers: { Authorization: `Bearer ${UPSTREAM_TOKEN}` } } });
     gateway = await startGateway({ AUTH_TOKENS: GATEWAY_TOKEN, MCP_SERVERS_FILE: servers.path, MCP_WS_MAX_CONNECTIONS: '4' });
     await upstreamIn(gateway, 'relay', 'connected');
@@ -71,7 +46,7 @@ describe("An upstream's questions and log messages over the MCP WebSocket, plain
     expect((await client.callTool({ name: 'relay.ask_name', arguments: {} })).content).toEqual([{ type: 'text', text: 'Hello Ada (asked: Your name?)' }]);
     await client.setLoggingLevel('warning');
     expect((await client.callTool({ name: 'relay.chatty', arguments: {} })).content).toEqual([{ type: 'text', text: 'logged' }]);
-    expect(logged).toEqual(['a failure']);
+    expect(logged).toEqual([{ problem: 'a failure' }]);
   });
 
   it('asks a 2026-07-28 client through input_required, after plain calls of its own tools took the fast path', async () => {

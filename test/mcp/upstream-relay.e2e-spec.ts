@@ -2,70 +2,19 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CreateMessageRequestSchema,
-  CreateMessageResultSchema,
   ElicitRequestSchema,
-  ElicitResultSchema,
   LoggingMessageNotification,
   LoggingMessageNotificationSchema,
   Progress,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { RunningGateway, startGateway } from '../support/gateway';
-import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
+import { HttpUpstream } from '../support/http-upstream';
+import { RELAY_TOOLS } from '../support/relay-tools';
 import { EVERYTHING_SERVER, serversFile, until, upstreamIn } from '../support/upstreams';
 
 const GATEWAY_TOKEN = 'gateway-token-of-the-relay-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-relay-tests';
-const objectSchema = { type: 'object' as const, properties: {} };
-
-/** Tools of an upstream that, while a call runs, report progress, log, and ask its client things. */
-const RELAY_TOOLS: UpstreamTool[] = [
-  {
-    tool: { name: 'count', description: 'Counts to 3, reporting progress', inputSchema: objectSchema },
-    run: async (_args, meta, extra) => {
-      for (let step = 1; step <= 3; step++) {
-        if (meta?.progressToken !== undefined) {
-          await extra!.sendNotification({
-            method: 'notifications/progress',
-            params: { progressToken: meta.progressToken as string, progress: step, total: 3 },
-          });
-        }
-      }
-      return text('counted');
-    },
-  },
-  {
-    tool: { name: 'chatty', description: 'Logs at two levels', inputSchema: objectSchema },
-    run: async (_args, _meta, extra) => {
-      await extra!.sendNotification({ method: 'notifications/message', params: { level: 'debug', logger: 'chatty', data: 'a detail' } });
-      await extra!.sendNotification({ method: 'notifications/message', params: { level: 'error', logger: 'chatty', data: { problem: 'a failure' } } });
-      return text('logged');
-    },
-  },
-  {
-    tool: { name: 'ask_name', description: "Asks the user's name", inputSchema: objectSchema },
-    run: async (_args, _meta, extra) => {
-      const answer = await extra!.sendRequest(
-        {
-          method: 'elicitation/create',
-          params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
-        },
-        ElicitResultSchema,
-      );
-      return text(answer.action === 'accept' ? `Hello ${answer.content?.name}` : `no answer (${answer.action})`);
-    },
-  },
-  {
-    tool: { name: 'summarize', description: "Asks the client's model", inputSchema: objectSchema },
-    run: async (_args, _meta, extra) => {
-      const answer = await extra!.sendRequest(
-        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Summarize' } }], maxTokens: 20 } },
-        CreateMessageResultSchema,
-      );
-      return text(`model said: ${answer.content.type === 'text' ? answer.content.text : '?'}`);
-    },
-  },
-];
 
 /**
  * What an upstream sends the caller of a tool call while it runs, through the gateway's `/mcp`:
