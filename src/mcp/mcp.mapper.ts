@@ -1,4 +1,5 @@
 import type { CallToolResult, ContentBlock, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isPlainObject } from '../core/plain-object';
 import type { JsonSchema } from '../core/tools/json-schema';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
 
@@ -6,8 +7,6 @@ import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition'
 function objectOutputSchema(tool: ToolDefinition): JsonSchema | undefined {
   return tool.outputSchema?.type === 'object' ? tool.outputSchema : undefined;
 }
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * A catalogue tool as MCP lists it, with its title, annotations and icons when it has them. The

@@ -3,6 +3,7 @@ import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCaller } from '../core/tools/tool-definition';
 import { withoutMcpErrorPrefix } from '../core/errors/mcp-error-words';
+import { isPlainObject } from '../core/plain-object';
 
 /**
  * The caller of the upstream call whose request is being sent or whose answer is being read;
@@ -150,5 +151,5 @@ export class UpstreamCallers {
 function requiredCapabilitiesOf(error: unknown): Record<string, unknown> | undefined {
   if (!(error instanceof ProtocolError) || error.code !== ProtocolErrorCode.MissingRequiredClientCapability) return undefined;
   const required = (error.data as { requiredCapabilities?: unknown } | undefined)?.requiredCapabilities;
-  return required !== null && typeof required === 'object' && !Array.isArray(required) ? (required as Record<string, unknown>) : undefined;
+  return isPlainObject(required) ? required : undefined;
 }

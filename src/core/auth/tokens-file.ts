@@ -1,6 +1,7 @@
 import { createHash } from 'crypto';
 import { parse } from 'yaml';
 import { StartupError } from '../errors/startup-error';
+import { isPlainObject } from '../plain-object';
 import { GRANTABLE_PROTOCOLS, Grant } from './grant';
 import { TOOL_PATTERN, toolMatcher } from './tool-pattern';
 
@@ -35,7 +36,6 @@ const RATE_LIMIT_KEYS = new Set(['turns_per_minute', 'tool_calls_per_minute']);
 /** The SHA-256 digest of a token, as tokens are compared. */
 export const tokenDigest = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isPositiveInteger = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0;
 
 /** What a JWT's claims must hold for an `oidc` rule to apply; each key is one value or a list (any of them). */
@@ -90,7 +90,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
   } catch (error) {
     throw new TokensFileError(path, [`not YAML or JSON: ${(error as Error).message.split('\n')[0]}`]);
   }
-  if (!isObject(document) || !(Array.isArray(document.tokens) || (document.tokens === undefined && Array.isArray(document.oidc)))) {
+  if (!isPlainObject(document) || !(Array.isArray(document.tokens) || (document.tokens === undefined && Array.isArray(document.oidc)))) {
     throw new TokensFileError(path, ['it must hold a "tokens" list: tokens: [{name: kitchen, token: "..."}] (or an "oidc" list of rules)']);
   }
   const problems: string[] = [];
@@ -101,7 +101,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
   const names = new Set<string>();
   const digests = new Set<string>();
   ((document.tokens as unknown[] | undefined) ?? []).forEach((entry: unknown, index: number) => {
-    const where = `tokens[${index}]${isObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
+    const where = `tokens[${index}]${isPlainObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
     const entryProblems: string[] = [];
     const token = readEntry(entry, (problem) => entryProblems.push(`${where}: ${problem}`));
     problems.push(...entryProblems);
@@ -118,7 +118,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
     problems.push('oidc must be a list of rules: oidc: [{match: {scope: tools:read}, grant: {tools: ["get_*"]}}]');
   }
   ((Array.isArray(document.oidc) ? document.oidc : []) as unknown[]).forEach((entry, index) => {
-    const where = `oidc[${index}]${isObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
+    const where = `oidc[${index}]${isPlainObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
     const ruleProblems: string[] = [];
     const rule = readRule(entry, index, (problem) => ruleProblems.push(`${where}: ${problem}`));
     problems.push(...ruleProblems);
@@ -129,7 +129,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
 }
 
 function readRule(entry: unknown, index: number, problem: (message: string) => void): OidcRule | undefined {
-  if (!isObject(entry)) {
+  if (!isPlainObject(entry)) {
     problem('must be an object: {match: {...}, grant: {...}}');
     return undefined;
   }
@@ -141,7 +141,7 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
     problem('name must be 1-64 letters, digits, "_", ".", "@" or "-", starting with a letter or digit');
   }
   const conditions: OidcMatch = {};
-  if (!isObject(match) || Object.keys(match).length === 0) problem(`match must be an object with at least one of ${[...MATCH_KEYS].join(', ')}`);
+  if (!isPlainObject(match) || Object.keys(match).length === 0) problem(`match must be an object with at least one of ${[...MATCH_KEYS].join(', ')}`);
   else {
     for (const [key, value] of Object.entries(match)) {
       if (!MATCH_KEYS.has(key)) {
@@ -156,7 +156,7 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
       conditions[key as keyof OidcMatch] = values as string[];
     }
   }
-  if (grant !== undefined && !isObject(grant)) {
+  if (grant !== undefined && !isPlainObject(grant)) {
     problem('grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...]}');
     return undefined;
   }
@@ -170,7 +170,7 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
 }
 
 function readEntry(entry: unknown, problem: (message: string) => void): NamedToken | undefined {
-  if (!isObject(entry)) {
+  if (!isPlainObject(entry)) {
     problem('must be an object with a name and a token (or sha256)');
     return undefined;
   }
@@ -219,7 +219,7 @@ function readGrant(entry: Record<string, unknown>, problem: (message: string) =>
   if (llm !== undefined && typeof llm !== 'boolean') problem('llm must be true or false');
   if (maxConnections !== undefined && !isPositiveInteger(maxConnections)) problem('max_connections must be a positive integer');
   if (rateLimits !== undefined) {
-    if (!isObject(rateLimits)) problem('rate_limits must be an object: {turns_per_minute: 30, tool_calls_per_minute: 120}');
+    if (!isPlainObject(rateLimits)) problem('rate_limits must be an object: {turns_per_minute: 30, tool_calls_per_minute: 120}');
     else {
       for (const [key, value] of Object.entries(rateLimits)) {
         if (!RATE_LIMIT_KEYS.has(key)) problem(`rate_limits: unknown key "${key}" (known: ${[...RATE_LIMIT_KEYS].join(', ')})`);
@@ -227,7 +227,7 @@ function readGrant(entry: Record<string, unknown>, problem: (message: string) =>
       }
     }
   }
-  const limits = isObject(rateLimits) ? rateLimits : {};
+  const limits = isPlainObject(rateLimits) ? rateLimits : {};
   const validTools = Array.isArray(tools) && tools.every((t) => typeof t === 'string' && TOOL_PATTERN.test(t));
   const toolPatterns = validTools ? (tools as string[]) : undefined;
   const validDevices = Array.isArray(devices) && devices.every((d) => typeof d === 'string' && DEVICE_PATTERN.test(d));

@@ -1,5 +1,6 @@
 import { CallToolResult, JSONRPCMessage, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { isPromise, MaybePromise } from '../../core/maybe-promise';
+import { isPlainObject } from '../../core/plain-object';
 import type { ToolDefinition } from '../../core/tools/tool-definition';
 import type { ToolCallScope } from '../../core/tools/tool-call-scope';
 import type { ToolCallControls } from '../../core/tools/tool-invoker';
@@ -12,8 +13,6 @@ export interface ToolCallRequest {
   name: string;
   args: Record<string, unknown>;
 }
-
-export const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * How one revision of MCP puts the plain `tools/call` that {@link DirectToolCalls} answers, and
@@ -36,16 +35,26 @@ export interface PlainCallForm {
 export const talksToCaller = (tool: ToolDefinition): boolean => tool.source.startsWith('mcp:');
 
 /**
+ * A `tools/call` request with an id, a tool name, an arguments object (or none) and nothing else
+ * in its params but a `_meta`, which is handed back for the revision's form to judge; `undefined`
+ * for any other message.
+ */
+export function plainToolCall(message: JSONRPCMessage): (ToolCallRequest & { meta: unknown }) | undefined {
+  const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+  if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
+  const { name, arguments: args, _meta, ...rest } = request.params;
+  if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
+  return { id: request.id as RequestId, name, args: args ?? {}, meta: _meta };
+}
+
+/**
  * The 2025 revisions' plain call: an id, a tool name, an arguments object, and nothing else in its
  * params (no `_meta`, so no progress token; no `task`).
  */
 export const LEGACY_PLAIN_CALL: PlainCallForm = {
   callOf(message) {
-    const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
-    if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
-    const { name, arguments: args, ...rest } = request.params;
-    if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
-    return { id: request.id as RequestId, name, args: args ?? {} };
+    const call = plainToolCall(message);
+    return call?.meta === undefined ? call : undefined;
   },
   resultOf: (result) => result,
   takes: (tool) => !talksToCaller(tool),

@@ -5,7 +5,7 @@ import type { ToolCallScope } from '../../core/tools/tool-call-scope';
 import { ModernMcpEndpoint, modernEnvelopeOf, unsupportedRevisionOf } from '../http/modern-mcp-endpoint';
 import { jsonRpcError, RATE_LIMITED_ERROR } from '../mcp.errors';
 import type { McpService } from '../mcp.service';
-import { DirectToolCalls, isPlainObject, PlainCallForm, talksToCaller, ToolCallRequest } from './direct-tool-calls';
+import { DirectToolCalls, PlainCallForm, plainToolCall, talksToCaller, ToolCallRequest } from './direct-tool-calls';
 
 /**
  * The 2026-07-28 messages of one MCP WebSocket connection: each message that carries the
@@ -130,12 +130,8 @@ class ModernPlainCall implements PlainCallForm {
 
   callOf(message: JSONRPCMessage): ToolCallRequest | undefined {
     if (this.accepted === undefined) return undefined;
-    const request = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
-    if (request.method !== 'tools/call' || request.id === undefined || !isPlainObject(request.params)) return undefined;
-    const { name, arguments: args, _meta, ...rest } = request.params;
-    if (typeof name !== 'string' || (args !== undefined && !isPlainObject(args)) || Object.keys(rest).length > 0) return undefined;
-    if (JSON.stringify(_meta) !== this.accepted) return undefined;
-    return { id: request.id as RequestId, name, args: args ?? {} };
+    const call = plainToolCall(message);
+    return call && JSON.stringify(call.meta) === this.accepted ? call : undefined;
   }
 
   resultOf(result: CallToolResult): CallToolResult {
