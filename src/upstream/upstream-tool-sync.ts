@@ -33,8 +33,7 @@ export interface UpstreamLinkState {
  * and called on it, every failure a clean tool error.
  */
 export class UpstreamToolSync {
-  /** Catalogue name -> the upstream's own name, which calls send. */
-  /** The upstream's tools in the catalogue, by catalogue name. */
+  /** The upstream's tools in the catalogue, by catalogue name (each with the upstream's own name, which calls send). */
   private offered = new Map<string, PlannedTool>();
   private skippedTools: SkippedTool[] = [];
   private refreshes: Promise<void> = Promise.resolve();
