@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { CoreObserver } from '../core/observability/core-observer';
 import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../core/context/context-source';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { GatewayError } from '../core/errors/gateway-error';
 import type { ToolDefinition, ToolOutcome } from '../core/tools/tool-definition';
 import type { FrameObserver } from '../core/ws/frame-dispatcher';
 import type { RefusalReason } from '../core/ws/refusal-reason';
 import { BoundCounter, BoundHistogram, CounterSeries } from './bound-families';
+import { processMetrics } from './process-metrics';
 import { ToolCallMetrics } from './tool-call-metrics';
 
 /** Seconds: a model's first token comes in tens of milliseconds to seconds, a whole answer in up to minutes. */
@@ -23,8 +24,8 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
 
 /**
  * The gateway's Prometheus metrics: one registry per app (tests boot several apps in one
- * process, and the global registry would mix them), the families recorded as things happen,
- * and the process metrics. Whatever can be read when Prometheus scrapes (connections, sessions,
+ * process, and the global registry would mix them) for the families recorded as things happen,
+ * reported with the process's own ({@link processMetrics}). Whatever can be read when Prometheus scrapes (connections, sessions,
  * upstreams) is read then, by {@link ScrapeTimeMetrics}, and costs the hot paths nothing.
  *
  * The recording methods are what the shared core calls at its few points (the tool invoker,
@@ -61,13 +62,10 @@ export class MetricsService implements CoreObserver, ContextRequestWatcher {
     ['kind', 'outcome'],
   );
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
-  }
-
-  /** The report Prometheus reads, in its text format. */
+  /** The report Prometheus reads, in its text format: the process's metrics and this app's. */
   async scrape(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const report = Registry.merge([processMetrics(), this.registry]);
+    return { contentType: report.contentType, body: await report.metrics() };
   }
 
   /** A finished tool call (`ran`: its handler was reached). */
