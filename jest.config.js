@@ -21,9 +21,15 @@ const common = {
 
 module.exports = {
   testTimeout: 30000,
-  // With one worker (2 cores) the suites run in Jest's own process, and one socket a test leaves
-  // open (seen once: a server-side socket in CLOSE-WAIT after the whole run) would keep CI waiting
-  // for ever. Ending the run is not ignoring it: `npx jest --detectOpenHandles <files>` finds it.
+  // Suites run in a worker process, replaced once its heap passes this after a suite. Every suite
+  // loads its own copy of the modules, and whatever lives as long as the process (prom-client's
+  // collectors of process metrics, for one) keeps its suite's copy: in one process for the whole
+  // run the heap passed 2 GB, and garbage collection slowed the last suites several times over.
+  // (Without a limit, Jest runs the suites in its own process when it has one worker, 2 cores.)
+  workerIdleMemoryLimit: '1GB',
+  // One socket a test leaves open (seen once: a server-side socket in CLOSE-WAIT after the whole
+  // run) would keep CI waiting for ever. Ending the run is not ignoring it:
+  // `npx jest --detectOpenHandles <files>` finds it.
   forceExit: true,
   projects: [
     { ...common, displayName: 'unit', rootDir: 'src', testRegex: '.*\\.spec\\.ts$' },
