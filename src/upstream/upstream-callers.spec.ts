@@ -61,6 +61,39 @@ describe('UpstreamCallers', () => {
     await other;
   });
 
+  it('withdraws a question still waiting when its call is stopped, only once the call has been rejected, and tells the upstream why', async () => {
+    const callers = new UpstreamCallers();
+    const stopping = new AbortController();
+    const events: string[] = [];
+    const waiting: ToolCaller = {
+      request: (_method, _params, questionSignal) =>
+        new Promise((_resolve, reject) =>
+          questionSignal.addEventListener('abort', () => {
+            events.push('question withdrawn from the caller');
+            reject(new McpError(ErrorCode.RequestTimeout, 'AbortError: This operation was aborted'));
+          }),
+        ),
+    };
+    let question!: Promise<unknown>;
+    const call = callers.during(waiting, stopping.signal, () => {
+      question = callers.request('up', 'sampling/createMessage', {}, signal);
+      // As the SDK does: on abort, it sends the upstream the call's cancellation, then rejects.
+      return new Promise((_resolve, reject) =>
+        stopping.signal.addEventListener('abort', () => {
+          events.push("call's cancellation sent");
+          reject(new Error('cancelled'));
+        }),
+      );
+    });
+    stopping.abort();
+    await expect(call).rejects.toThrow('cancelled');
+    await expect(question).rejects.toMatchObject({
+      code: ErrorCode.InvalidRequest,
+      message: expect.stringContaining('sampling/createMessage was withdrawn: the tool call it came with has ended'),
+    });
+    expect(events).toEqual(["call's cancellation sent", 'question withdrawn from the caller']);
+  });
+
   it('refuses a request when the caller has no way to be asked', async () => {
     const callers = new UpstreamCallers();
     await callers.during({}, signal, async () => {

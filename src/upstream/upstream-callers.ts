@@ -39,15 +39,16 @@ export class UpstreamCallers {
    * Runs `call` (one request to the upstream, sent with `signal`) on behalf of `caller`, and
    * answers once what the upstream sent the caller before answering has been relayed, so the
    * caller gets it in order. Requests relayed for the call that are still unanswered when it
-   * ends, or the moment `signal` stops it, are withdrawn: the upstream's own cancellation of
-   * them may never arrive (its call's stream is gone), and the caller must hear it before the
-   * call's answer.
+   * ends are withdrawn: the upstream's own cancellation of them may never arrive (its call's
+   * stream is gone), and the caller must hear it before the call's answer. When `signal` stops
+   * the call, they are withdrawn once the SDK has rejected it, which it does after sending the
+   * upstream the call's cancellation: the upstream is sent that its call was cancelled before
+   * the answer that withdraws its question (before, the answer often came first, and an upstream
+   * saw its question refused by a gateway it had not yet been told had cancelled).
    */
   async during<T>(caller: ToolCaller | undefined, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
     if (!caller) return call();
     const entry: CallInFlight = { relays: Promise.resolve(), ended: new AbortController() };
-    const stop = () => entry.ended.abort();
-    signal.addEventListener('abort', stop, { once: true });
     this.inFlight.set(caller, entry);
     this.bySignal.set(signal, caller);
     try {
@@ -59,7 +60,6 @@ export class UpstreamCallers {
       if (required) caller.missingCapabilities?.(required, withoutMcpErrorPrefix((error as Error).message));
       throw error;
     } finally {
-      signal.removeEventListener('abort', stop);
       this.inFlight.delete(caller);
       this.bySignal.delete(signal);
       entry.ended.abort();
@@ -119,9 +119,13 @@ export class UpstreamCallers {
       const why = caller ? 'its caller cannot be asked' : 'the gateway cannot tell which call it belongs to';
       throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} from ${label} is not relayed: ${why}`);
     }
+    const ended = this.inFlight.get(caller)!.ended.signal;
     try {
-      return await caller.request(method, params, AbortSignal.any([signal, this.inFlight.get(caller)!.ended.signal]), key);
+      return await caller.request(method, params, AbortSignal.any([signal, ended]), key);
     } catch (error) {
+      if (ended.aborted && !signal.aborted) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} was withdrawn: the tool call it came with has ended`);
+      }
       if (error instanceof McpError) throw new ProtocolError(error.code, withoutMcpErrorPrefix(error.message), error.data);
       throw error;
     }

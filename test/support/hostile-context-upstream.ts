@@ -23,8 +23,11 @@ export const FLOOD_MESSAGES = 20_000;
 export class HostileContextUpstream {
   private readonly transports = new Map<string, StreamableHTTPServerTransport>();
   private readonly sockets = new Set<Socket>();
-  /** Sampling requests it sent that its caller withdrew (the caller's cancellation reached it). */
-  withdrawnQuestions = 0;
+  /**
+   * How each sampling request it sent ended without an answer: `cancelled` when its call's
+   * cancellation came first, else the error it was answered with.
+   */
+  readonly unansweredQuestions: string[] = [];
 
   private constructor(
     private readonly http: HttpServer,
@@ -92,7 +95,7 @@ export class HostileContextUpstream {
         );
         return { content: [{ type: 'text', text: 'answered' }] };
       } catch (error) {
-        if (extra.signal.aborted) this.withdrawnQuestions += 1;
+        this.unansweredQuestions.push(extra.signal.aborted ? 'cancelled' : (error as Error).message);
         throw error;
       }
     });
