@@ -31,7 +31,9 @@ describe('probing: a closed gateway leaves nothing of itself in its process', ()
     await device.close();
 
     const mcp = new Client({ name: 'closed-apps', version: '1.0.0' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(stack.gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(stack.gateway.http('/mcp')), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }),
+    );
     expect((await mcp.callTool({ name: 'calculator', arguments: { operation: 'add', a: 1, b: 1 } })).isError).toBeFalsy();
     await mcp.close();
 
@@ -48,16 +50,20 @@ describe('probing: a closed gateway leaves nothing of itself in its process', ()
   it.each([
     ['in memory', ''],
     ['in Redis', TEST_REDIS_URL],
-  ])(`lets ${APPS} closed apps with their sessions %s be collected`, async (_where, redisUrl) => {
-    const apps: WeakRef<object>[] = [];
-    for (let index = 0; index < APPS; index++) apps.push(await bootUseAndClose(redisUrl));
-    await eventually(
-      () => {
-        collectGarbage();
-        return apps.every((app) => app.deref() === undefined);
-      },
-      'every closed app to be collected',
-      10_000,
-    );
-  }, 60_000);
+  ])(
+    `lets ${APPS} closed apps with their sessions %s be collected`,
+    async (_where, redisUrl) => {
+      const apps: WeakRef<object>[] = [];
+      for (let index = 0; index < APPS; index++) apps.push(await bootUseAndClose(redisUrl));
+      await eventually(
+        () => {
+          collectGarbage();
+          return apps.every((app) => app.deref() === undefined);
+        },
+        'every closed app to be collected',
+        10_000,
+      );
+    },
+    60_000,
+  );
 });
