@@ -8,6 +8,8 @@ import {
   LoggingLevel,
   LoggingLevelSchema,
   McpError,
+  ProgressToken,
+  RELATED_TASK_META_KEY,
   ServerNotification,
   ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -92,6 +94,36 @@ export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerR
       const refusal = questionRefusal(method, capabilities);
       if (refusal) throw refusal;
       return extra.sendRequest({ method, params } as ServerRequest, CLIENT_QUESTIONS[method as QuestionMethod].result, { signal });
+    },
+  };
+}
+
+/**
+ * The client of a 2025 task's call (a `tools/call` with `task`). The call outlives its request, so
+ * what it tells its client goes on the session's own channel (Streamable HTTP's GET stream, the
+ * WebSocket), each message naming its task (`io.modelcontextprotocol/related-task`) as the
+ * revision asks: progress under the request's `progressToken` (only when it sent one), log
+ * messages at or above the session's level, and nothing once the task has been stopped. It cannot
+ * be asked anything: the revision's way, questions over `tasks/result`, is not relayed.
+ */
+export function mcpTaskCaller(
+  server: Server,
+  taskId: string,
+  progressToken: ProgressToken | undefined,
+  logLevel: SessionLogLevel,
+  stopped: AbortSignal,
+): ToolCaller {
+  const _meta = { [RELATED_TASK_META_KEY]: { taskId } };
+  const notify = async (notification: ServerNotification) => {
+    if (!stopped.aborted) await server.notification(notification).catch(() => undefined);
+  };
+  return {
+    ...(progressToken !== undefined && {
+      progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken, _meta } }),
+    }),
+    log: async (message) => {
+      if (logLevel.admits(message.level))
+        await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel, _meta } });
     },
   };
 }

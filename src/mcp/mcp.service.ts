@@ -37,7 +37,7 @@ import { runInTraceContext, traceContextOf } from '../core/tracing/trace-context
 import { GATEWAY_VERSION } from '../core/version';
 import { checkedInitialize, checkedListTools, InitializeWithAnyParams, ListToolsWithAnyParams } from './request-params';
 import { limitAsMcpError } from './mcp.errors';
-import { mcpToolCaller, SessionLogLevel } from './mcp-tool-caller';
+import { mcpTaskCaller, mcpToolCaller, SessionLogLevel } from './mcp-tool-caller';
 import { ResourceSubscriptions } from './resource-subscriptions';
 import { answeredAsMcp } from './context-errors';
 import { McpTasks } from './tasks/mcp-tasks.service';
@@ -123,12 +123,15 @@ export class McpService {
       const params = (request as CallToolRequest).params;
       const name = view ? view.catalogueName(params.name) : params.name;
       if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${params.name}"`);
-      // A task outlives its request: no caller to relay to, and its own stop (tasks/cancel) instead of the request's.
+      // A task outlives its request: the session is its caller, and its own stop (tasks/cancel) replaces the request's.
       if (params.task && extra.taskStore) {
         if (!this.runsAsTask(name, scope.principal)) {
           throw new McpError(ErrorCode.MethodNotFound, `Tool "${params.name}" does not run as a task (its execution.taskSupport is not "optional")`);
         }
-        return this.tasks.start(extra.taskStore, params.task.ttl, (signal) => this.call({ ...params, name }, scope.withSignal(signal), {}, params.name));
+        const progressToken = extra._meta?.progressToken;
+        return this.tasks.start(extra.taskStore, params.task.ttl, (signal, { taskId }) =>
+          this.call({ ...params, name }, scope.withSignal(signal), { caller: mcpTaskCaller(server, taskId, progressToken, logLevel, signal) }, params.name),
+        );
       }
       return this.call({ ...params, name }, scope.withSignal(extra.signal), { caller: mcpToolCaller(server, extra, logLevel) }, params.name);
     });

@@ -1,7 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
-import { CallToolResultSchema, CancelTaskResultSchema, GetTaskResultSchema, ListTasksResultSchema, Task } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CancelTaskResultSchema,
+  GetTaskResultSchema,
+  ListTasksResultSchema,
+  RELATED_TASK_META_KEY,
+  Task,
+} from '@modelcontextprotocol/sdk/types.js';
 import type Redis from 'ioredis';
 import type { EnvironmentInput } from '../../src/config/environment';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
@@ -13,6 +20,7 @@ import { until } from '../support/upstreams';
 const ALICE = 'alice-token-of-the-task-tests';
 const BOB = 'bob-token-of-the-task-tests';
 const CAROL = 'carol-token-of-the-task-tests';
+const DAVE = 'dave-token-of-the-task-tests';
 
 async function clientOf(gateway: RunningGateway, token: string): Promise<Client> {
   const client = new Client({ name: 'tasks-e2e', version: '1.0.0' });
@@ -41,9 +49,10 @@ describe('MCP tasks', () => {
     let gateway: RunningGateway;
     const clients: Client[] = [];
     const stopped: string[] = [];
+    let progressSeen = false;
 
     beforeAll(async () => {
-      gateway = await startGateway({ AUTH_TOKENS: `${ALICE},${BOB},${CAROL}`, MCP_TASK_TTL: 120, MCP_MAX_TASKS_PER_PRINCIPAL: 3 });
+      gateway = await startGateway({ AUTH_TOKENS: `${ALICE},${BOB},${CAROL},${DAVE}`, MCP_TASK_TTL: 120, MCP_MAX_TASKS_PER_PRINCIPAL: 3 });
       gateway.app.get(ToolRegistryService).register({
         name: 'slow_job',
         description: 'Runs until stopped',
@@ -58,6 +67,23 @@ describe('MCP tasks', () => {
               reject(signal.reason);
             }),
           ),
+      });
+      // Reports its progress until its client has seen some (the client's GET stream opens on its own time), then ends.
+      gateway.app.get(ToolRegistryService).register({
+        name: 'reporting_job',
+        description: 'Reports its progress',
+        inputSchema: { type: 'object' },
+        source: 'module',
+        longRunning: true,
+        timeoutMs: 10_000,
+        handler: async (_args, { caller }) => {
+          let step = 0;
+          while (!progressSeen && step < 100) {
+            await caller?.progress?.({ progress: ++step, message: `step ${step}` });
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          return `done after ${step} steps`;
+        },
       });
     });
 
@@ -106,6 +132,29 @@ describe('MCP tasks', () => {
       expect(cancelled.status).toBe('cancelled');
       await until(() => stopped.includes('slow_job'), 5_000, 'the call to stop');
       expect((await getTask(mcp, task.taskId)).status).toBe('cancelled');
+    });
+
+    it("sends a task's progress under the request's progress token, naming the task, until it ends", async () => {
+      const mcp = await client(DAVE);
+      const updates: Record<string, any>[] = [];
+      const { task } = await mcp.request(
+        { method: 'tools/call', params: { name: 'reporting_job', arguments: {}, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+        {
+          onprogress: (update) => {
+            updates.push(update);
+            progressSeen = true;
+          },
+        },
+      );
+      expect((await settled(mcp, task.taskId)).status).toBe('completed');
+      const seen = updates.length;
+      expect(seen).toBeGreaterThan(0);
+      expect(updates.map((update) => update.progress)).toEqual(updates.map((_update, index) => updates[0].progress + index));
+      expect(updates[0]).toMatchObject({ message: `step ${updates[0].progress}`, _meta: { [RELATED_TASK_META_KEY]: { taskId: task.taskId } } });
+      expect(JSON.stringify((await taskResult(mcp, task.taskId)).content)).toContain('done after');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(updates).toHaveLength(seen);
     });
 
     it('keeps a task at most MCP_TASK_TTL, and a principal at most MCP_MAX_TASKS_PER_PRINCIPAL tasks', async () => {
