@@ -1,20 +1,41 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ElicitResultSchema,
   LoggingMessageNotification,
   LoggingMessageNotificationSchema,
   Progress,
+  RELATED_TASK_META_KEY,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/experimental/tasks/types.js';
 import { RunningGateway, startGateway } from '../support/gateway';
-import { HttpUpstream } from '../support/http-upstream';
+import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
 import { RELAY_TOOLS } from '../support/relay-tools';
 import { EVERYTHING_SERVER, serversFile, until, upstreamIn } from '../support/upstreams';
 
 const GATEWAY_TOKEN = 'gateway-token-of-the-relay-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-relay-tests';
+
+/** A long tool (its calls may run as tasks) that logs, then asks its client's name and tells what came of it. */
+const LONG_CHATTY: UpstreamTool = {
+  tool: { name: 'long_chatty', description: 'Logs, then asks', inputSchema: { type: 'object', properties: {} }, execution: { taskSupport: 'optional' } },
+  run: async (_args, _meta, extra) => {
+    // Time for the client's GET stream, which a task's messages take and which opens on the client's own time, to be there.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await extra!.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: 'long_chatty', data: 'started' } });
+    const asked = await extra!
+      .sendRequest({ method: 'elicitation/create', params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } }, ElicitResultSchema)
+      .then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+    return text(`asked: ${asked}`);
+  },
+};
 
 /**
  * What an upstream sends the caller of a tool call while it runs, through the gateway's `/mcp`:
@@ -44,7 +65,7 @@ describe('Upstream progress, logs, elicitation, sampling and subscriptions throu
   const textOf = (result: Awaited<ReturnType<Client['callTool']>>) => (result.content as { type: string; text?: string }[])[0]?.text;
 
   beforeAll(async () => {
-    upstream = await HttpUpstream.start(UPSTREAM_TOKEN, RELAY_TOOLS);
+    upstream = await HttpUpstream.start(UPSTREAM_TOKEN, [...RELAY_TOOLS, LONG_CHATTY]);
     servers = serversFile({
       relay: { url: upstream.url(), headers: { Authorization: `Bearer ${UPSTREAM_TOKEN}` } },
       everything: EVERYTHING_SERVER,
@@ -131,6 +152,20 @@ describe('Upstream progress, logs, elicitation, sampling and subscriptions throu
     expect(textOf(result)).toContain('Research Report: gravity');
     expect(textOf(result)).toContain('the physics one');
   }, 30_000);
+
+  it("relays a 2025 task's log messages to its session, naming the task, and refuses its questions with the reason", async () => {
+    const mcp = await client(true);
+    const messages: LoggingMessageNotification['params'][] = [];
+    mcp.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => void messages.push(params));
+    const { task } = await mcp.request(
+      { method: 'tools/call', params: { name: 'relay.long_chatty', arguments: {}, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    await until(() => messages.length === 1, 5_000, "the task's log message");
+    expect(messages[0]).toMatchObject({ level: 'info', data: 'started', _meta: { [RELATED_TASK_META_KEY]: { taskId: task.taskId } } });
+    const result = await mcp.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    expect(textOf(result)).toBe('asked: MCP error -32600: elicitation/create from MCP server "relay" is not relayed: its caller cannot be asked');
+  });
 
   it('relays resource updates to the sessions subscribed to the URI, and stops after unsubscribe', async () => {
     const mcp = await client(false);
