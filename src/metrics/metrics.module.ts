@@ -13,6 +13,7 @@ import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics } from './scrape-time-metrics';
 import { FleetService } from '../fleet/fleet.service';
+import { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
 
 /**
  * Prometheus metrics: `MetricsService` (global; the shared core reports to it as its `CoreObserver`), `/metrics`
@@ -42,6 +43,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),
       fleet: optionalProvider(this.modules, FleetService),
+      modernMcp: optionalProvider(this.modules, ModernMcpEndpoint),
     });
   }
 }

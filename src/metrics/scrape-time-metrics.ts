@@ -4,6 +4,7 @@ import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
 import type { FleetService } from '../fleet/fleet.service';
+import type { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
 import { KNOWN_PROTOCOLS } from './metric-labels';
 
@@ -14,6 +15,7 @@ export interface ScrapeSources {
   tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
   fleet?: FleetService;
+  modernMcp?: ModernMcpEndpoint;
 }
 
 /**
@@ -49,6 +51,14 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     registers: [registry],
     collect() {
       this.set(sources.tools.callsRunning);
+    },
+  });
+  new Gauge({
+    name: 'gateway_mcp_socket_servers',
+    help: 'MCP 2026-07-28 servers of WebSocket connections: one for each open connection that spoke that revision',
+    registers: [registry],
+    collect() {
+      this.set(sources.modernMcp?.socketServers ?? 0);
     },
   });
   new Gauge({

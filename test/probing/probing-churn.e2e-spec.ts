@@ -129,7 +129,7 @@ describe('probing: connect/disconnect churn with device tool calls pending', () 
     ],
   ];
 
-  it.each(CALLERS)('%s: 50 callers that go away mid-call leave no call or timer behind', async (_name, open, call) => {
+  it.each(CALLERS)('%s: 50 callers that go away mid-call leave no call or timer behind', async (name, open, call) => {
     const registry = stack.gateway.app.get(ToolRegistryService);
     const connections = stack.gateway.app.get(ConnectionRegistry);
     const timers = new TimerCensus().start();
@@ -137,13 +137,19 @@ describe('probing: connect/disconnect churn with device tool calls pending', () 
       const socket = await open();
       call(socket);
       await eventually(() => registry.callsRunning === 1, 'the countdown running');
-      if (index === 0) expect(await (await fetch(stack.gateway.http('/metrics'))).text()).toMatch(/^gateway_tool_calls_running 1$/m);
+      if (index === 0) {
+        const metrics = await (await fetch(stack.gateway.http('/metrics'))).text();
+        expect(metrics).toMatch(/^gateway_tool_calls_running 1$/m);
+        expect(metrics).toMatch(new RegExp(`^gateway_mcp_socket_servers ${name === 'MCP 2026-07-28' ? 1 : 0}$`, 'm'));
+      }
       if (index % 2 === 0) socket.socket.terminate();
       else await socket.close();
       await eventually(() => registry.callsRunning === 0 && connections.size === 0, 'the countdown stopped with its caller');
     }
     await timers.stop();
     expect(timers.origins).toEqual([]);
-    expect(await (await fetch(stack.gateway.http('/metrics'))).text()).toMatch(/^gateway_tool_calls_running 0$/m);
+    const metrics = await (await fetch(stack.gateway.http('/metrics'))).text();
+    expect(metrics).toMatch(/^gateway_tool_calls_running 0$/m);
+    expect(metrics).toMatch(/^gateway_mcp_socket_servers 0$/m);
   });
 });

@@ -155,6 +155,11 @@ export class ModernMcpEndpoint implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
+  /** How many WebSocket connections have a 2026 server of their own ({@link serveConnection}) now. */
+  get socketServers(): number {
+    return this.pinned.size;
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.changes.unsubscribe();
     await this.handler.close();
