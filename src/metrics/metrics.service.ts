@@ -25,8 +25,9 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
 /**
  * The gateway's Prometheus metrics: one registry per app (tests boot several apps in one
  * process, and the global registry would mix them) for the families recorded as things happen,
- * reported with the process's own ({@link processMetrics}). Whatever can be read when Prometheus scrapes (connections, sessions,
- * upstreams) is read then, by {@link ScrapeTimeMetrics}, and costs the hot paths nothing.
+ * reported with the process's own ({@link processMetrics}). Whatever can be read when Prometheus
+ * scrapes (connections, sessions, upstreams) is read then, by {@link ScrapeTimeMetrics}, and
+ * costs the hot paths nothing.
  *
  * The recording methods are what the shared core calls at its few points (the tool invoker,
  * the frame dispatcher, the upgrade router, the model client, the turn); every label value is

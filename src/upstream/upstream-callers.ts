@@ -43,8 +43,7 @@ export class UpstreamCallers {
    * stream is gone), and the caller must hear it before the call's answer. When `signal` stops
    * the call, they are withdrawn once the SDK has rejected it, which it does after sending the
    * upstream the call's cancellation: the upstream is sent that its call was cancelled before
-   * the answer that withdraws its question (before, the answer often came first, and an upstream
-   * saw its question refused by a gateway it had not yet been told had cancelled).
+   * the answer that withdraws its question, which otherwise reads as a refusal out of the blue.
    */
   async during<T>(caller: ToolCaller | undefined, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
     if (!caller) return call();
