@@ -79,15 +79,9 @@ export class SessionLogLevel {
  * what it heard before the gateway did.
  */
 export function mcpToolCaller(server: Server, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, logLevel: SessionLogLevel): ToolCaller {
-  const progressToken = extra._meta?.progressToken;
   const notify = (notification: ServerNotification) => extra.sendNotification(notification).catch(() => undefined);
   return {
-    ...(progressToken !== undefined && {
-      progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken } }),
-    }),
-    log: async (message) => {
-      if (logLevel.admits(message.level)) await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel } });
-    },
+    ...progressAndLogs(notify, extra._meta?.progressToken, logLevel),
     request: async (method, params, signal) => {
       const capabilities = server.getClientCapabilities();
       if (method === 'roots/list' && !capabilities?.roots) return { roots: [] };
@@ -113,17 +107,29 @@ export function mcpTaskCaller(
   logLevel: SessionLogLevel,
   stopped: AbortSignal,
 ): ToolCaller {
-  const _meta = { [RELATED_TASK_META_KEY]: { taskId } };
   const notify = async (notification: ServerNotification) => {
     if (!stopped.aborted) await server.notification(notification).catch(() => undefined);
   };
+  return progressAndLogs(notify, progressToken, logLevel, { [RELATED_TASK_META_KEY]: { taskId } });
+}
+
+/**
+ * What a 2025 call tells its client, sent by `notify`: progress under `progressToken` (only when
+ * the request sent one), and log messages at or above `logLevel`; each with `_meta`, when given.
+ */
+function progressAndLogs(
+  notify: (notification: ServerNotification) => Promise<void>,
+  progressToken: ProgressToken | undefined,
+  logLevel: SessionLogLevel,
+  _meta?: Record<string, unknown>,
+): Pick<ToolCaller, 'progress' | 'log'> {
   return {
     ...(progressToken !== undefined && {
-      progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken, _meta } }),
+      progress: (update) => notify({ method: 'notifications/progress', params: { ...update, progressToken, ...(_meta && { _meta }) } }),
     }),
     log: async (message) => {
-      if (logLevel.admits(message.level))
-        await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel, _meta } });
+      if (!logLevel.admits(message.level)) return;
+      await notify({ method: 'notifications/message', params: { ...message, level: message.level as LoggingLevel, ...(_meta && { _meta }) } });
     },
   };
 }
