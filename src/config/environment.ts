@@ -492,6 +492,27 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'fleet',
+    about:
+      'Pushes one token may have held at once, over every device (reminders count for the token that set them); one more is refused with `RATE_LIMITED`, so one token cannot fill what others need.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  FLEET_HOLD_MAX_PER_PRINCIPAL = 1000;
+
+  @Setting({
+    group: 'fleet',
+    unit: 'seconds',
+    about:
+      "How long a device id stays its owner's after its last connection ended, once nothing is held or pending for it; until then another token connecting as it is refused (409). The owner can release it sooner (`POST /devices/<id>/release`).",
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  FLEET_OWNERSHIP_LAPSE_S = 2_592_000;
+
+  @Setting({
+    group: 'fleet',
     unit: 'seconds',
     about:
       'How long a due reminder waits for its offline device, spoken at its next connection; never spoken more than this (or a minute) after it fell due. 0: an offline device misses it. Capped at `FLEET_HOLD_MAX_S`.',

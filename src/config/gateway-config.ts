@@ -169,6 +169,9 @@ export interface GatewayConfig {
     holdMaxCount: number;
     /** Seconds, as `hold_s` is given. */
     holdMaxS: number;
+    holdMaxPerPrincipal: number;
+    /** How long an offline device's id stays its owner's, nothing pending. */
+    ownershipLapseMs: number;
     /** Seconds: `holdS` and `maxAheadS` are compared with what tools are given. */
     reminders: { maxPerDevice: number; maxPerPrincipal: number; holdS: number; maxAheadS: number };
   };
@@ -370,6 +373,8 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       pushMaxDevices: env.FLEET_PUSH_MAX_DEVICES,
       holdMaxCount: env.FLEET_HOLD_MAX_COUNT,
       holdMaxS: env.FLEET_HOLD_MAX_S,
+      holdMaxPerPrincipal: env.FLEET_HOLD_MAX_PER_PRINCIPAL,
+      ownershipLapseMs: env.FLEET_OWNERSHIP_LAPSE_S * 1000,
       reminders: {
         maxPerDevice: env.FLEET_REMINDERS_MAX_PER_DEVICE,
         maxPerPrincipal: env.FLEET_REMINDERS_MAX_PER_PRINCIPAL,

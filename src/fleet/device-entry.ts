@@ -18,6 +18,8 @@ export interface DeviceEntry {
   id: string;
   /** The principal that connected it; `undefined` while auth is off. */
   principal?: string;
+  /** The principal that owns its id: the one that connected it, or another whose token is granted the id (`devices` globs) connected it. */
+  owner?: string;
   /** The instance that holds its socket. */
   instance: string;
   /** Its connection there: a later connection of the same id replaces it. */

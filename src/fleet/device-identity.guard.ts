@@ -8,17 +8,24 @@ import { FleetService } from './fleet.service';
 /** An upgrade request once {@link DeviceIdentityGuard} has read the device it names. */
 export interface DeviceRequest extends IncomingMessage {
   deviceId?: string;
+  /** Who owns the id: the connecting principal, or another whose id its token is granted. */
+  deviceOwner?: string;
 }
 
 /** The device id an accepted upgrade named, if any. */
 export const deviceIdOf = (request: IncomingMessage): string | undefined => (request as DeviceRequest).deviceId;
 
+/** The owner of the device id an accepted upgrade named. */
+export const deviceOwnerOf = (request: IncomingMessage): string | undefined => (request as DeviceRequest).deviceOwner;
+
 /**
  * Reads the device a connection names (`Device-Id` header, or `device_id` in the query for
  * clients that cannot set headers) after the bearer check, and refuses the upgrade when the id
  * is outside the alphabet (400), when the token may not connect as it (`devices` globs, 403), or
- * when another principal's device is online with it and the token is not granted it (409). A
- * connection that names no device is an ordinary client.
+ * when the id belongs to another principal, online or not, and the token is not granted it (409).
+ * The first principal to connect as an id owns it, decided in one atomic step, so two first
+ * connections at once give one owner and one 409. A connection that names no device is an
+ * ordinary client.
  */
 @Injectable()
 export class DeviceIdentityGuard implements UpgradeGuard {
@@ -37,10 +44,10 @@ export class DeviceIdentityGuard implements UpgradeGuard {
     if (grant.devices && !grant.devices(deviceId)) {
       throw new UpgradeRefusedException(403, `Token "${grant.name}" may not connect as device "${deviceId}" (its devices in the tokens file)`);
     }
-    const online = await this.fleet.directory.fetch(deviceId);
-    if (online && online.principal !== context.principal && !grant.devices?.(deviceId)) {
-      throw new UpgradeRefusedException(409, `Device "${deviceId}" is connected with another token`);
+    const owner = await this.fleet.admit(deviceId, context.principal ?? '');
+    if (owner !== (context.principal ?? '') && !grant.devices?.(deviceId)) {
+      throw new UpgradeRefusedException(409, `Device id "${deviceId}" belongs to another token (DEVICE_ID_TAKEN); its owner can release it`);
     }
-    (context.request as DeviceRequest).deviceId = deviceId;
+    Object.assign(context.request as DeviceRequest, { deviceId, deviceOwner: owner });
   }
 }

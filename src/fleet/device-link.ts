@@ -1,13 +1,27 @@
 import type { DeviceTool } from './device-entry';
 
 /**
+ * A push as a device's queue took it. `started` settles when it reached the device: a sentence
+ * written to its socket, a turn begun; it rejects with `DEVICE_OFFLINE` when the connection ended
+ * (or began to close) first, so nobody is told "spoken" for what was never sent.
+ */
+export interface QueuedPush {
+  /** Whether it waits behind the device's turn in flight (or other pushes) rather than starting at once. */
+  readonly waiting: boolean;
+  readonly started: Promise<void>;
+}
+
+/**
  * A device's socket on this instance, as the fleet drives it: the LLM gateway makes one for each
  * connection that named itself, and speaks its protocol (`tool_callback`, pushed frames) for the
  * fleet, which knows nothing of frames.
  */
 export interface DeviceLink {
   readonly deviceId: string;
+  /** The principal that connected it. */
   readonly principal?: string;
+  /** The principal that owns its id (the same, unless a token granted the id connected it). */
+  readonly owner?: string;
   readonly connectionId: string;
   /** When it connected, ISO 8601. */
   readonly since: string;
@@ -16,9 +30,11 @@ export interface DeviceLink {
   /** Runs one of its {@link agentTools} on the device until `signal` stops the wait; rejects once the socket closes. */
   callTool(toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   /** Queues a pushed sentence (behind the turn in flight, or after cancelling it); throws `DEVICE_BUSY` when the queue is full. */
-  say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): void;
+  say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): QueuedPush;
   /** Queues a turn as if the user had said `text`; throws `DEVICE_BUSY` when the queue is full. */
-  startTurn(turnId: string, text: string): void;
+  startTurn(turnId: string, text: string): QueuedPush;
+  /** Resolves once its queue has room for one more push (at once when it has). */
+  whenRoom(): Promise<void>;
   /** Closes the socket: a newer connection of the same device took its place. */
   replaced(): void;
 }

@@ -1,3 +1,4 @@
+import type { Observable } from 'rxjs';
 import type { GatewayError } from '../core/errors/gateway-error';
 
 /**
@@ -22,8 +23,12 @@ export interface SayRequest {
 
 /** What became of a push. */
 export interface PushReceipt {
-  /** `spoken`: the device has it now; `held`: it will get it when it connects again. */
-  delivered: 'spoken' | 'held';
+  /**
+   * `spoken`: the device has it now (written to its socket, or the turn begun); `queued`: it waits
+   * on the device's connection behind the turn in flight (if the device leaves first, it is held
+   * when `holdS` asked for that, else dropped); `held`: it will get it when it connects again.
+   */
+  delivered: 'spoken' | 'queued' | 'held';
   /** The `turn_id` its frames carry. */
   turnId: string;
 }
@@ -52,14 +57,25 @@ export const DEVICE_PUSH = Symbol('DEVICE_PUSH');
 
 /**
  * Pushes speech to a device. Rejects with a `GatewayError`: `DEVICE_OFFLINE` (not connected
- * anywhere, not held), `DEVICE_BUSY` (its queue of pushes is full), `FORBIDDEN` (the caller may
- * not reach it: to the caller it looks offline, so `DEVICE_OFFLINE` too), `INVALID_MESSAGE` (bad
- * id, empty or oversized text, bad `holdS`).
+ * anywhere, not held), `DEVICE_BUSY` (its queue of pushes is full, or as many pushes as it may
+ * have are held for it), `RATE_LIMITED` (the caller has as many pushes held as a token may),
+ * `FORBIDDEN` (the caller may not reach it: to the caller it looks offline, so `DEVICE_OFFLINE`
+ * too), `INVALID_MESSAGE` (bad id, empty or oversized text, bad `holdS`).
  */
 export interface DevicePush {
   say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt>;
   /** The device id a connection named at its upgrade (`Device-Id`), if it named one. */
   deviceOfConnection(connectionId: string): string | undefined;
-  /** Whether `caller` may reach `deviceId`, online or not: a device its principal connected (last), or one its token is granted. */
+  /** Whether `caller` may reach `deviceId`, online or not: a device its principal owns, or one its token is granted. */
   mayReach(caller: FleetCaller, deviceId: string): Promise<boolean>;
+  /** Something is pending for the device until `untilMs` (a reminder): its id stays its owner's at least that long. */
+  keepOwned(deviceId: string, untilMs: number): Promise<void>;
+  /** Device ids their owners gave up: whatever is pending for them is dropped. */
+  readonly released: Observable<ReleasedDevice>;
+}
+
+/** A device id given up by its owner. */
+export interface ReleasedDevice {
+  deviceId: string;
+  owner: string;
 }

@@ -48,8 +48,8 @@ function optionalBoolean(body: Record<string, unknown>, name: string): boolean |
  * (its own principal's, and those its `devices` globs grant; any other looks offline):
  * `GET /devices`, `GET /devices/<id>`, `POST /devices/<id>/say {"text", "interrupt"?, "hold_s"?}`,
  * `POST /devices/say {"devices", "text", ...}` (one push to many),
- * `POST /devices/<id>/turns {"text", "hold_s"?}`, and `POST /devices/<id>/tools/<tool>` with
- * the arguments as the body. Errors are `{"error": {"code", "message"}}` with the code's status
+ * `POST /devices/<id>/turns {"text", "hold_s"?}`, `POST /devices/<id>/release` (its owner gives
+ * the id up), and `POST /devices/<id>/tools/<tool>` with the arguments as the body. Errors are `{"error": {"code", "message"}}` with the code's status
  * (`DEVICE_OFFLINE` 404, `DEVICE_BUSY` 429).
  */
 @Controller('devices')
@@ -109,6 +109,19 @@ export class DevicesController {
     const body = objectBody(raw);
     const receipt = await this.fleet.startTurn(id, { text: body.text as string, holdS: body.hold_s as number | undefined }, { principal: request.principal });
     return receiptView(receipt);
+  }
+
+  /**
+   * The owner gives the device id up while the device is offline: what is held for it is dropped,
+   * its reminders cancelled, and another token may connect as it. `{"device", "released": true,
+   * "held_dropped"}`; `404 NOT_FOUND` for an id that is not the caller's, `409 DEVICE_ID_TAKEN`
+   * while it is connected.
+   */
+  @Post(':id/release')
+  @HttpCode(200)
+  async release(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
+    const { held } = await this.fleet.release(id, { principal: request.principal });
+    return { device: id, released: true, held_dropped: held };
   }
 
   /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */

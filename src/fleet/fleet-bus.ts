@@ -4,18 +4,35 @@ import type { RedisChannels } from './redis-channels';
 /**
  * What instances tell each other about devices: a call of a device's tool, a push, their answers.
  * One `say` names every device of a fan-out that the receiving instance holds; its reply's
- * `value` lists those it could not reach ({@link SayFailures}).
+ * `value` reports those it did not speak to at once ({@link SayReports}). A push carries who asked
+ * and its `holdS`, so the instance holding the device can hold it again if the device leaves
+ * before its turn comes. `drain` tells the instance holding a device that a push was just held
+ * for it (it connected meanwhile).
  */
 export type FleetMessage =
   | { kind: 'call'; id: string; from: string; device: string; tool: string; args: Record<string, unknown>; timeoutMs: number; principal?: string }
   | { kind: 'cancel'; id: string; device: string }
-  | { kind: 'say'; id: string; from: string; devices: { device: string; turnId: string }[]; text: string; interrupt?: boolean; reminderId?: string }
-  | { kind: 'turn'; id: string; from: string; device: string; text: string }
+  | ({ kind: 'say'; id: string; from: string; devices: { device: string; turnId: string }[] } & RemotePush)
+  | ({ kind: 'turn'; id: string; from: string; device: string } & Pick<RemotePush, 'text' | 'holdS' | 'principal'>)
   | { kind: 'replace'; device: string; connectionId: string }
+  | { kind: 'drain'; device: string }
   | { kind: 'reply'; id: string; ok: boolean; value?: unknown; code?: string; message?: string };
 
-/** The devices of a `say` that the receiving instance could not reach, with why. */
-export type SayFailures = { device: string; code: string; message: string }[];
+/** A push as it travels to the instance holding its devices. */
+interface RemotePush {
+  text: string;
+  interrupt?: boolean;
+  reminderId?: string;
+  holdS?: number;
+  /** Who asked (absent: the gateway itself). */
+  principal?: string;
+}
+
+/** A device a push did not reach at once: waiting behind its turn in flight (`queued`), or not reached, with why. */
+export type SayReport = { device: string; queued: true } | { device: string; code: string; message: string };
+
+/** The devices of a `say` the receiving instance did not speak to at once. */
+export type SayReports = SayReport[];
 
 /**
  * How a message reaches the instance that holds a device's socket. Across replicas, each

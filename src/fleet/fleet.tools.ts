@@ -57,8 +57,35 @@ export class FleetTools {
       }
       return receiptView(await this.fleet.say(deviceId!, { text, interrupt, holdS }, { principal }));
     } catch (error) {
-      if (error instanceof GatewayError) throw new ToolError(error.message, { code: error.code });
-      throw error;
+      throw asToolError(error);
     }
   }
+
+  @BuiltinTool({
+    name: 'release_device',
+    presentation: { title: 'Release a device id', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false } },
+    description:
+      'Gives up a device id you own while the device is offline (you sold or replaced it): pushes held for it are dropped, its reminders cancelled, and another account may then connect as that id.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        device_id: { type: 'string', minLength: 1, maxLength: 62, description: 'The device, as it named itself (Device-Id)', examples: ['kitchen-speaker'] },
+      },
+      required: ['device_id'],
+      additionalProperties: false,
+    },
+  })
+  async release({ device_id: deviceId }: { device_id: string }, { principal }: ToolCallContext) {
+    try {
+      const { held } = await this.fleet.release(deviceId, { principal });
+      return { device: deviceId, released: true, held_dropped: held };
+    } catch (error) {
+      throw asToolError(error);
+    }
+  }
+}
+
+/** A refusal of the fleet as the tool's failure, its code kept. */
+function asToolError(error: unknown): unknown {
+  return error instanceof GatewayError ? new ToolError(error.message, { code: error.code }) : error;
 }

@@ -5,8 +5,8 @@ import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { QueueFullError } from '../core/ws/serial-queue';
 import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
 import type { DeviceTool } from '../fleet/device-entry';
-import { deviceIdOf } from '../fleet/device-identity.guard';
-import type { DeviceLink } from '../fleet/device-link';
+import { deviceIdOf, deviceOwnerOf } from '../fleet/device-identity.guard';
+import type { DeviceLink, QueuedPush } from '../fleet/device-link';
 import { FleetService } from '../fleet/fleet.service';
 import { ClientToolsService } from './client-tools.service';
 import type { LlmConnection } from './llm-connection';
@@ -25,6 +25,11 @@ function busy(deviceId: string, error: unknown): unknown {
     : error;
 }
 
+/** A push that never reached the device: its connection closed, or was closing, before its turn came. */
+function unheard(deviceId: string): GatewayError {
+  return new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${deviceId}" disconnected before the push reached it`);
+}
+
 /** An LLM-gateway connection that named a device, as the fleet drives it. */
 class LlmDeviceLink implements DeviceLink {
   readonly since = new Date().toISOString();
@@ -33,6 +38,7 @@ class LlmDeviceLink implements DeviceLink {
 
   constructor(
     readonly deviceId: string,
+    readonly owner: string | undefined,
     private readonly connection: LlmConnection,
     private readonly clientTools: ClientToolsService,
     private readonly turns: TurnStarter,
@@ -65,40 +71,58 @@ class LlmDeviceLink implements DeviceLink {
     });
   }
 
-  say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): void {
+  say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): QueuedPush {
     const { state } = this.connection;
     if (options.interrupt) for (const turn of [...state.turns.values()]) turn.cancel();
+    const queue = this.connection.queue();
+    const waiting = !queue.idle;
     try {
-      void this.connection.queue().run(() => this.speak(turnId, text, options.reminderId));
+      return { waiting, started: queue.run(() => this.speak(turnId, text, options.reminderId)) };
     } catch (error) {
       throw busy(this.deviceId, error);
     }
   }
 
-  startTurn(turnId: string, text: string): void {
+  /** Reached the device once its first frame (`processing`) is written. */
+  startTurn(turnId: string, text: string): QueuedPush {
+    const waiting = !this.connection.queue().idle;
     let frames;
     try {
       frames = this.turns.start(this.connection, { type: 'text_input', text, turn_id: turnId }, { interrupt: false, origin: 'push' }).frames;
     } catch (error) {
       throw busy(this.deviceId, error);
     }
-    cleanedTurn(frames, this.connection).subscribe((frame) => this.connection.send(frame));
+    let settle!: (sent: boolean) => void;
+    const started = new Promise<void>((resolve, reject) => (settle = (sent) => (sent ? resolve() : reject(unheard(this.deviceId)))));
+    let first = true;
+    cleanedTurn(frames, this.connection).subscribe({
+      next: (frame) => {
+        const sent = this.connection.send(frame);
+        if (first) settle(sent);
+        first = false;
+      },
+      complete: () => settle(false),
+    });
+    return { waiting, started };
+  }
+
+  whenRoom(): Promise<void> {
+    return this.connection.queue().whenRoom();
   }
 
   replaced(): void {
     this.connection.close(CLOSE_REPLACED.code, CLOSE_REPLACED.reason);
   }
 
-  /** A pushed sentence, in its turn: the answer, cleaned for speech as the connection asked, then `idle`. */
+  /** A pushed sentence, in its turn: the answer, cleaned for speech as the connection asked, then `idle`; throws if the socket no longer takes the answer. */
   private speak(turnId: string, text: string, reminderId: string | undefined): void {
-    if (!this.connection.isOpen) return;
+    if (!this.connection.isOpen) throw unheard(this.deviceId);
     const { state } = this.connection;
     const content = state.cleanResponses ? cleanForSpeech(text, languageOfText(text)) : text;
-    const frames: LlmServerFrame[] = [
-      { ...llmResponseFrame(content, []), ...(reminderId !== undefined && { reminder_id: reminderId }) },
-      statusFrame('idle', { session_id: state.sessionId }),
-    ];
-    for (const frame of frames) this.connection.send({ ...frame, turn_id: turnId, origin: 'push' });
+    const marks = { turn_id: turnId, origin: 'push' } as const;
+    const answer: LlmServerFrame = { ...llmResponseFrame(content, []), ...(reminderId !== undefined && { reminder_id: reminderId }), ...marks };
+    if (!this.connection.send(answer)) throw unheard(this.deviceId);
+    this.connection.send({ ...statusFrame('idle', { session_id: state.sessionId }), ...marks });
   }
 }
 
@@ -122,7 +146,7 @@ export class DeviceLinks {
     const deviceId = deviceIdOf(connection.request);
     if (deviceId === undefined) return;
     connection.state.deviceId = deviceId;
-    const link = new LlmDeviceLink(deviceId, connection, this.clientTools, this.turns);
+    const link = new LlmDeviceLink(deviceId, deviceOwnerOf(connection.request), connection, this.clientTools, this.turns);
     this.links.set(connection, link);
     link.attached = this.fleet.attach(link).catch((error: Error) => {
       this.logger.error(`Device ${deviceId} could not join the directory: ${error.message}`);

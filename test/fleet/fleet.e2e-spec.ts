@@ -293,10 +293,12 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     await first.close();
     await waitFor(async () => (await get(stack, '/devices/fan-held-1', OWNER)).status === 404);
     const busy = track(await device(stack, 'fan-busy-1', OWNER, []));
-    stack.llm.reply({ text: 'Slow.', delayMs: 500 });
+    stack.llm.reply({ text: 'Slow.', delayMs: 3000 });
     busy.send({ type: 'text_input', text: 'hold the queue' });
     await busy.next(); // processing
-    for (let queued = 0; queued < 8; queued++) await post(stack, '/devices/fan-busy-1/say', OWNER, { text: 'Queued.' });
+    // Behind the turn in flight, each waits: its receipt says so.
+    const waiting = await Promise.all(Array.from({ length: 8 }, () => post(stack, '/devices/fan-busy-1/say', OWNER, { text: 'Queued.' })));
+    expect(waiting.map((answer) => answer.body.delivered)).toEqual(Array(8).fill('queued'));
     const pushed = await post(stack, '/devices/say', OWNER, { devices: ['fan-held-1', 'fan-busy-1'], text: 'Later.', hold_s: 60 });
     expect(pushed.body.results).toEqual([
       { device: 'fan-held-1', delivered: 'held', turn_id: expect.stringMatching(/^push-/) },

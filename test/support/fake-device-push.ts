@@ -1,4 +1,5 @@
-import type { DevicePush, FleetCaller, PushReceipt, SayRequest } from '../../src/fleet/device-push';
+import { Subject } from 'rxjs';
+import type { DevicePush, FleetCaller, PushReceipt, ReleasedDevice, SayRequest } from '../../src/fleet/device-push';
 
 /** One push a {@link FakeDevicePush} was asked for. */
 export interface RecordedPush {
@@ -40,6 +41,15 @@ export class FakeDevicePush implements DevicePush {
   async mayReach(caller: FleetCaller, deviceId: string): Promise<boolean> {
     const granted = this.grants.get(caller.principal ?? '');
     return granted !== undefined && (granted.has('*') || granted.has(deviceId));
+  }
+
+  /** Device ids to tell as released (`released.next(...)`). */
+  readonly released = new Subject<ReleasedDevice>();
+  /** Until when each device's id was kept for what is pending, as the reminders asked. */
+  readonly kept = new Map<string, number>();
+
+  async keepOwned(deviceId: string, untilMs: number): Promise<void> {
+    this.kept.set(deviceId, Math.max(this.kept.get(deviceId) ?? 0, untilMs));
   }
 
   grant(principal: string | undefined, ...devices: string[]): this {

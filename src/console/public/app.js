@@ -150,7 +150,7 @@ async function connect() {
     const why = await whyNotConnected(origin, token);
     const asDevice =
       deviceId && why.reason === 'upgrade-refused'
-        ? ` As device "${deviceId}", it is also refused when the token may not connect as that device (its devices in the tokens file) or when another token's device has the id (DEVICE_ID_TAKEN).`
+        ? ` As device "${deviceId}", it is also refused when the token may not connect as that device (its devices in the tokens file) or when the id belongs to another token, connected or not (DEVICE_ID_TAKEN).`
         : '';
     if (client === next) showProblem(`${message} ${why.text}${asDevice}`, why.reason);
   }

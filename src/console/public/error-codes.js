@@ -24,7 +24,7 @@ const MEANINGS = {
   PAYLOAD_TOO_LARGE: "The request is over the gateway's size limit (for a push to a device, FLEET_PUSH_MAX_CHARS characters).",
   DEVICE_OFFLINE: 'The device is not connected, or this token may not reach it: it may have left since the list was read.',
   DEVICE_BUSY: 'The device has too many pushes waiting or held for it: try again once it has spoken them.',
-  DEVICE_ID_TAKEN: 'A device of another token is connected with this id.',
+  DEVICE_ID_TAKEN: 'The device id belongs to another token (or, to be released, the device must be offline).',
   CONNECT_FAILED: 'No connection: the gateway is unreachable, refused the token, or gave no session.',
   NOT_CONNECTED: 'Connect first.',
   CONNECTION_LOST: 'The connection dropped while the request was on its way; it may or may not have run.',

@@ -32,7 +32,7 @@ export const GATEWAY_ERROR_CODES = [
   'DEVICE_OFFLINE',
   /** A device's queue of held or waiting pushes is full: try again once it has spoken them. */
   'DEVICE_BUSY',
-  /** Another principal's device is connected with this id. */
+  /** The device id is in use: another principal owns it, or (to release it) it is connected. */
   'DEVICE_ID_TAKEN',
 ] as const;
 

@@ -35,6 +35,22 @@ describe('SerialQueue', () => {
     expect(await queue.run(() => 4)).toBe(4);
   });
 
+  it('tells when it has room for one more, so work that must not be refused waits instead', async () => {
+    const queue = new SerialQueue(1);
+    await queue.whenRoom();
+    let release!: () => void;
+    const running = queue.run(() => new Promise<void>((resolve) => (release = resolve)));
+    const waiting = queue.run(() => 'second');
+    let roomy = false;
+    const room = queue.whenRoom().then(() => (roomy = true));
+    await tick();
+    expect(roomy).toBe(false);
+    release();
+    await room;
+    expect(await queue.run(() => 'third')).toBe('third');
+    await Promise.all([running, waiting]);
+  });
+
   it('tells when it is idle', async () => {
     const queue = new SerialQueue();
     await queue.whenIdle();

@@ -28,6 +28,7 @@ export class SerialQueue {
   /** Tasks running or waiting. */
   private active = 0;
   private idleWaiters: (() => void)[] = [];
+  private roomWaiters: (() => void)[] = [];
 
   constructor(
     private readonly maxWaiting = Number.POSITIVE_INFINITY,
@@ -87,9 +88,19 @@ export class SerialQueue {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Resolves once one more task would be taken (at once when it would): for work that must not be
+   * refused, only delayed, such as pushes held for a device while it was away.
+   */
+  whenRoom(): Promise<void> {
+    if (this.active <= this.maxWaiting) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
   private settled(): void {
     this.active -= 1;
     this.watcher?.settled();
+    if (this.active <= this.maxWaiting) this.roomWaiters.splice(0).forEach((resolve) => resolve());
     if (this.active > 0) return;
     const waiters = this.idleWaiters.splice(0);
     waiters.forEach((resolve) => resolve());

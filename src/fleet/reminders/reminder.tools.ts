@@ -1,10 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import type { Subscription } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { zonedTime } from '../../core/time/clock';
 import type { ToolCallContext } from '../../core/tools/tool-definition';
 import { ToolError } from '../../core/tools/tool-error';
 import { BuiltinTool } from '../../core/tools/tool.decorator';
 import { DEVICE_PUSH, DevicePush } from '../device-push';
+import { LATE_GRACE_S } from './reminder-delivery';
 import {
   isReminderId,
   newReminderId,
@@ -68,13 +70,23 @@ interface SetReminderArguments {
  * name of who set it.
  */
 @Injectable()
-export class ReminderTools {
+export class ReminderTools implements OnModuleDestroy {
+  private readonly logger = new Logger('Reminders');
+  private readonly releases: Subscription;
+
   constructor(
     @Inject(DEVICE_PUSH) private readonly push: DevicePush,
     @Inject(REMINDER_SCHEDULER) private readonly scheduler: ReminderScheduler,
     @Inject(REMINDERS_OPTIONS) private readonly options: RemindersOptions,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-  ) {}
+  ) {
+    // A released id may go to another principal: its reminders must not be spoken to them.
+    this.releases = push.released.subscribe(({ deviceId }) => void this.cancelAllOf(deviceId));
+  }
+
+  onModuleDestroy(): void {
+    this.releases.unsubscribe();
+  }
 
   @BuiltinTool({
     name: 'set_reminder',
@@ -125,6 +137,8 @@ export class ReminderTools {
     const reminder: Reminder = { id: newReminderId(), deviceId, principal: context.principal, text: spoken, dueAt, createdAt: now };
     try {
       await this.scheduler.schedule(reminder);
+      // The device's id stays its owner's until the reminder is spoken or given up.
+      await this.push.keepOwned(deviceId, dueAt + Math.max(this.options.holdS, LATE_GRACE_S) * 1000);
     } catch (error) {
       if (!(error instanceof ReminderLimitError)) throw error;
       throw new ToolError(
@@ -200,9 +214,19 @@ export class ReminderTools {
     return deviceId;
   }
 
-  /** Whether the caller may see and cancel `reminder`: they set it, or they may reach its device. */
+  /** Cancels every pending reminder of a device whose id was released. */
+  private async cancelAllOf(deviceId: string): Promise<void> {
+    try {
+      const pending = await this.scheduler.listForDevice(deviceId);
+      await Promise.all(pending.map((reminder) => this.scheduler.cancel(reminder.id)));
+      if (pending.length > 0) this.logger.log(`Device id ${deviceId} released: ${pending.length} pending reminder(s) cancelled`);
+    } catch (error) {
+      this.logger.warn(`Device id ${deviceId} released, but its reminders could not be cancelled: ${(error as Error).message}`);
+    }
+  }
+
+  /** Whether the caller may see and cancel `reminder`: they may reach its device (a connection of that device may). */
   private async mayTouch(reminder: Reminder, { principal, connectionId }: ToolCallContext): Promise<boolean> {
-    if (reminder.principal === principal) return true;
     if (connectionId !== undefined && this.push.deviceOfConnection(connectionId) === reminder.deviceId) return true;
     return this.push.mayReach({ principal }, reminder.deviceId);
   }
