@@ -79,6 +79,12 @@ export class BenchRedis {
     } while (cursor !== '0');
   }
 
+  /** Bytes Redis holds for its data (`used_memory`), after it returns freed pages to its allocator. */
+  async usedMemory(): Promise<number> {
+    await this.redis.call('MEMORY', 'PURGE').catch(() => undefined);
+    return Number(/used_memory:(\d+)/.exec(await this.redis.info('memory'))?.[1]);
+  }
+
   close(): void {
     this.redis.disconnect();
   }

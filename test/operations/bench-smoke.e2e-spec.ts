@@ -131,4 +131,10 @@ describe('the benchmarks, in smoke mode', () => {
     for (const figure of fanouts)
       expect(figure).toMatchObject({ gateway: { fanout_s: positive }, baseline: { fanout_s: positive }, ratio: { fanout_s: positive } });
   });
+
+  it('measures what holding pushes for offline devices costs, in memory and in Redis', () => {
+    const holding = figures.filter((figure) => figure.figure === 'fleet_holding_cost');
+    expect(holding.map((figure) => figure.store).sort()).toEqual(['memory', 'redis']);
+    for (const figure of holding) expect(figure).toMatchObject({ bytes_per_push: expect.any(Number), kb_per_device_at_bound: expect.any(Number) });
+  });
 });
