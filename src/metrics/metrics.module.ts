@@ -14,6 +14,7 @@ import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics } from './scrape-time-metrics';
 import { FleetService } from '../fleet/fleet.service';
 import { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 
 /**
  * Prometheus metrics: `MetricsService` (global; the shared core reports to it as its `CoreObserver`), `/metrics`
@@ -44,6 +45,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       upstreams: optionalProvider(this.modules, UpstreamServersService),
       fleet: optionalProvider(this.modules, FleetService),
       modernMcp: optionalProvider(this.modules, ModernMcpEndpoint),
+      redisPersistence: optionalProvider<RedisPersistenceWatch>(this.modules, REDIS_PERSISTENCE),
     });
   }
 }

@@ -5,6 +5,7 @@ import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
 import type { FleetService } from '../fleet/fleet.service';
 import type { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import type { RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
 import { KNOWN_PROTOCOLS } from './metric-labels';
 
@@ -16,6 +17,8 @@ export interface ScrapeSources {
   upstreams?: UpstreamServersService;
   fleet?: FleetService;
   modernMcp?: ModernMcpEndpoint;
+  /** With `REDIS_URL` only: without Redis there is no Redis persistence to report. */
+  redisPersistence?: RedisPersistenceWatch;
 }
 
 /**
@@ -89,6 +92,18 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
       }
     },
   });
+  const { redisPersistence } = sources;
+  if (redisPersistence) {
+    new Gauge({
+      name: 'gateway_redis_persistent',
+      help: "Whether a restart of the gateway's Redis keeps reminders, held pushes and sessions: 1 AOF or RDB snapshots on, 0 neither, -1 Redis would not say",
+      registers: [registry],
+      collect() {
+        const { persistent } = redisPersistence;
+        this.set(persistent === undefined ? -1 : Number(persistent));
+      },
+    });
+  }
   new Counter({
     name: 'gateway_upstream_reconnects_total',
     help: 'Times an upstream MCP server came back after a loss or a failed start',

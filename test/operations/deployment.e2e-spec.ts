@@ -32,18 +32,37 @@ describe('deployment files', () => {
   });
 
   it('runs two gateway replicas on Redis, behind a load balancer on port 9400', () => {
-    const { gateway, 'load-balancer': balancer, redis } = compose.services;
+    const { gateway, 'load-balancer': balancer } = compose.services;
     expect(gateway.deploy.replicas).toBeGreaterThanOrEqual(2);
     expect(gateway.environment.REDIS_URL).toBe('redis://redis:6379');
     expect(gateway.depends_on.redis.condition).toBe('service_healthy');
     expect(balancer.ports).toEqual(['${GATEWAY_PORT:-9400}:9400']);
-    expect(redis.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
-    expect(redis.volumes).toEqual(['redis-data:/data']);
     const stopGrace = Number(String(gateway.stop_grace_period).replace(/s$/, ''));
     expect(stopGrace).toBeGreaterThan(Number(gateway.environment.SHUTDOWN_DRAIN_TIMEOUT));
     // The operator must set the tokens, and MCP's is one for every replica.
     expect(gateway.environment.AUTH_TOKENS).toMatch(/^\$\{AUTH_TOKENS:\?.+\}$/);
     expect(gateway.environment.MCP_WS_AUTH_TOKEN).toMatch(/^\$\{MCP_WS_AUTH_TOKEN:\?.+\}$/);
+  });
+
+  it("keeps Redis's data across its restarts: the append-only file, written every second, on a named volume", () => {
+    const { redis } = compose.services;
+    // Reminders and held pushes live in Redis alone (docs/guides/deploying.md, "What survives what").
+    const [program, ...args] = redis.command as string[];
+    expect(program).toBe('redis-server');
+    const options = new Map<string, string>();
+    for (let at = 0; at < args.length; at += 2) {
+      expect(args[at]).toMatch(/^--/);
+      options.set(args[at].slice(2), args[at + 1]);
+    }
+    expect(options.get('appendonly')).toBe('yes');
+    expect(options.get('appendfsync')).toBe('everysec');
+    // Snapshots are not turned off, and the data dir is the image's, /data, where the volume is.
+    expect(options.get('save')).not.toBe('');
+    expect(options.has('dir')).toBe(false);
+    expect(redis.volumes).toEqual(['redis-data:/data']);
+    // A named volume, declared at the top level: not a bind mount, not an anonymous volume.
+    expect(Object.keys(compose.volumes)).toContain('redis-data');
+    expect(compose.volumes['redis-data'] ?? {}).not.toHaveProperty('external');
   });
 
   it('balances over the replicas by DNS, passes WebSocket upgrades, and checks /health', () => {

@@ -21,19 +21,20 @@ export function answersPing(port: number): Promise<boolean> {
 }
 
 /**
- * A `redis-server` of a test's own, on a spare port of 127.0.0.1 and without persistence, for
- * what a test may not do to the Redis other tests share: freeze it (SIGSTOP), thaw it, restart
- * it empty, read its command counts.
+ * A `redis-server` of a test's own, on a spare port of 127.0.0.1 and without persistence unless
+ * `args` (more of its options) say otherwise, for what a test may not do to the Redis other tests
+ * share: freeze it (SIGSTOP), thaw it, restart it empty, read its command counts, configure it.
  */
 export class RedisServer {
   private constructor(
     readonly port: number,
+    private readonly args: string[],
     private process: ChildProcess,
   ) {}
 
-  static async start(): Promise<RedisServer> {
+  static async start(args: string[] = []): Promise<RedisServer> {
     const port = await freePort();
-    return new RedisServer(port, await RedisServer.spawn(port));
+    return new RedisServer(port, args, await RedisServer.spawn(port, args));
   }
 
   get url(): string {
@@ -52,7 +53,7 @@ export class RedisServer {
   /** Kills it and starts it again on the same port, with nothing in it: a restart without persistence. */
   async restartEmpty(): Promise<void> {
     await this.stop();
-    this.process = await RedisServer.spawn(this.port);
+    this.process = await RedisServer.spawn(this.port, this.args);
   }
 
   async stop(): Promise<void> {
@@ -63,8 +64,8 @@ export class RedisServer {
     await exited;
   }
 
-  private static async spawn(port: number): Promise<ChildProcess> {
-    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  private static async spawn(port: number, args: string[]): Promise<ChildProcess> {
+    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
     const failed = new Promise<never>((_, reject) => server.once('error', reject));
     for (let attempt = 0; attempt < 100; attempt += 1) {
       if (await Promise.race([answersPing(port), failed])) return server;

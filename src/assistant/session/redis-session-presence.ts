@@ -41,8 +41,6 @@ export class RedisSessionPresence implements SessionPresence, OnApplicationShutd
   }
 
   private async listen(): Promise<void> {
-    this.publisher.on('error', () => undefined);
-    this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (_channel: string, text: string) => {
       try {
         const { sessionId, instanceId } = JSON.parse(text) as { sessionId: string; instanceId: string };

@@ -1,4 +1,4 @@
-import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { RedisClock } from './redis-clock';
 import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
@@ -97,7 +97,6 @@ type SessionKeys = [meta: string, settings: string, history: string, ownerIndex:
  * Redis against its own clock, so a write its caller was told failed never lands later.
  */
 export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
-  private readonly logger = new Logger('RedisSessions');
   private readonly responsiveness: RedisProbe;
 
   private constructor(
@@ -223,18 +222,9 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
     return retried;
   }
 
-  /** Logs a lost connection once, and its return; the clock estimate is read again on every return. */
+  /** The estimate of Redis's clock is read again whenever the connection comes back (a restarted Redis may have another). Losses are logged by `connectRedis`. */
   private watch(): void {
-    let lost = false;
-    this.redis.on('error', (error: Error) => {
-      if (!lost) this.logger.error(`Redis connection lost: ${error.message}; reconnecting`);
-      lost = true;
-    });
-    this.redis.on('ready', () => {
-      if (lost) this.logger.log('Redis connection restored');
-      lost = false;
-      this.clock.sync(this.redis).catch(() => undefined);
-    });
+    this.redis.on('ready', () => this.clock.sync(this.redis).catch(() => undefined));
   }
 
   private ownerKey(owner: string): string {

@@ -37,7 +37,6 @@ export class RedisRateLimiter implements RateLimiter {
   static async connect(url: string, prefix: string): Promise<RedisRateLimiter> {
     const [client] = await connectRedis(url, 1, (redis) => redis.defineCommand('vtgRateHit', { numberOfKeys: 1, lua: HIT_SCRIPT }));
     client.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    client.on('error', () => undefined);
     return new RedisRateLimiter(client, prefix);
   }
 

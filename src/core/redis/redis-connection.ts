@@ -1,6 +1,7 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { StartupError } from '../errors/startup-error';
 import { redactUrl } from '../logging/redact';
+import { RedisOutageLog } from './redis-outage-log';
 
 /** How long a Redis command may take before the request fails with SESSION_ERROR. */
 export const COMMAND_TIMEOUT_MS = 2000;
@@ -19,8 +20,10 @@ export class RedisUnavailableError extends StartupError {
  * `count` connections to `url`, each ready, or {@link RedisUnavailableError} with what went
  * wrong. Commands fail fast rather than queue while Redis is away (no offline queue), so
  * requests answer at once; a boot that cannot connect leaves nothing running, and once
- * connected each client reconnects for ever in the background. `prepare` runs on each client
- * before it connects (to define scripts).
+ * connected each client reconnects for ever in the background, its failures and its return told
+ * through the gateway's logger ({@link RedisOutageLog}). `prepare` runs on each client before it
+ * connects (to define scripts). Every ioredis client the gateway makes is made here (BullMQ's
+ * own connections report to the same log).
  */
 export async function connectRedis(url: string, count: number, prepare: (client: Redis) => void = () => undefined): Promise<Redis[]> {
   const options: RedisOptions = {
@@ -48,6 +51,10 @@ export async function connectRedis(url: string, count: number, prepare: (client:
     clients.forEach((client) => client.off('error', remember));
   }
   // Armed only once connected, so nothing of a failed boot outlives it.
-  for (const client of clients) client.options.retryStrategy = (attempt) => Math.min(100 * 2 ** attempt, 5000);
+  const outages = RedisOutageLog.of(url);
+  for (const client of clients) {
+    client.options.retryStrategy = (attempt) => Math.min(100 * 2 ** attempt, 5000);
+    client.on('error', outages.failed).on('ready', outages.answered);
+  }
   return clients;
 }

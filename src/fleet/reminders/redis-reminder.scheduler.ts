@@ -3,6 +3,7 @@ import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
+import { RedisOutageLog } from '../../core/redis/redis-outage-log';
 import type { DeliverReminder, Reminder, ReminderScheduler, RemindersOptions } from './reminder';
 import { ReminderLimitError } from './reminder';
 
@@ -150,14 +151,16 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
       streams: { events: { maxLen: 100 } },
     });
     const scheduler = new RedisReminderScheduler(redis, queue, keyPrefix, options, deliver, { ...DEFAULT_REDIS_REMINDER_TUNING, ...tuning }, now);
-    queue.on('error', (error) => scheduler.logger.warn(`Reminder queue: ${error.message}`));
+    // BullMQ retries its connections every second or so and reports each failure.
+    const outages = RedisOutageLog.of(url);
+    queue.on('error', outages.failed);
     try {
       await queue.waitUntilReady();
     } catch (error) {
       await scheduler.close(true);
       throw error;
     }
-    scheduler.startWorker(workerConnection(redis.options));
+    scheduler.startWorker(workerConnection(redis.options), outages.failed);
     return scheduler;
   }
 
@@ -250,7 +253,7 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
     return this.closing;
   }
 
-  private startWorker(connection: RedisOptions): void {
+  private startWorker(connection: RedisOptions, failed: (error: Error) => void): void {
     const { lockDurationMs, stalledIntervalMs, concurrency } = this.tuning;
     const worker = new Worker<ReminderJobData>(REMINDER_QUEUE, (job) => this.process(job), {
       connection,
@@ -261,7 +264,7 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
       // A job is taken over after each worker that held it died; the claim keeps it to one push.
       maxStalledCount: 10,
     });
-    worker.on('error', (error) => this.logger.warn(`Reminder worker: ${error.message}`));
+    worker.on('error', failed);
     worker.on('failed', (job, error) => this.logger.warn(`Reminder ${job?.id ?? '?'} failed: ${error.message}`));
     this.worker = worker;
   }

@@ -1,5 +1,6 @@
 import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { REDIS_PERSISTENCE, RedisPersistenceWatch } from '../../core/redis/redis-persistence-watch';
 import { DEVICE_PUSH, DevicePush } from '../device-push';
 import { MemoryReminderScheduler } from './memory-reminder.scheduler';
 import { RedisReminderScheduler } from './redis-reminder.scheduler';
@@ -26,6 +27,13 @@ const PROVIDERS: Provider[] = [
         ? RedisReminderScheduler.connect(session.redisUrl, session.redisKeyPrefix, options, deliver)
         : new MemoryReminderScheduler(options, deliver);
     },
+  },
+  // Reminders and held pushes live in Redis alone: whether it keeps them across its restarts is
+  // told at start (a warning when it does not) and watched (`gateway_redis_persistent`).
+  {
+    provide: REDIS_PERSISTENCE,
+    inject: [GATEWAY_CONFIG],
+    useFactory: ({ session }: GatewayConfig) => (session.redisUrl ? RedisPersistenceWatch.connect(session.redisUrl) : undefined),
   },
   ReminderTools,
 ];
