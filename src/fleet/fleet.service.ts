@@ -6,6 +6,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { DrainService } from '../core/lifecycle/drain.service';
+import { PendingReplies } from '../core/requests/pending-replies';
 import type { ToolCallContext } from '../core/tools/tool-definition';
 import { globExpression } from '../core/auth/tool-pattern';
 import { ToolError } from '../core/tools/tool-error';
@@ -36,12 +37,8 @@ type Reply = Extract<FleetMessage, { kind: 'reply' }>;
 /** What a push asks, without where it goes. */
 type Push = Omit<SayRequest, 'origin'>;
 
-/** A request sent to another instance, waiting for its reply. */
-interface Awaited {
-  /** The device and connection a request to one device went to: another connection taking its place will not answer it. */
-  device?: Pick<DeviceEntry, 'id' | 'connectionId'>;
-  settle(reply: Reply): void;
-}
+/** The device and connection a request to one device went to: another connection taking its place will not answer it. */
+type RequestedDevice = Pick<DeviceEntry, 'id' | 'connectionId'>;
 
 /** The pushes held for a device being delivered to one of its connections; `again` when more were held meanwhile. */
 interface HeldDrain {
@@ -68,8 +65,8 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
   private readonly logger = new Logger('Fleet');
   private readonly links = new Map<string, DeviceLink>();
   private readonly linksByConnection = new Map<string, DeviceLink>();
-  /** Requests this instance sent to others, by id. */
-  private readonly awaited = new Map<string, Awaited>();
+  /** Requests this instance sent to others, waiting for their replies. */
+  private readonly replies = new PendingReplies<Reply, RequestedDevice>();
   /** Calls other instances asked this one to run, by id, so their caller can cancel them. */
   private readonly running = new Map<string, AbortController>();
   /** Held pushes being delivered, by connection. */
@@ -539,61 +536,45 @@ export class FleetService implements DevicePush, OnModuleInit, OnApplicationShut
   }
 
   /**
-   * Sends `message` to `instance` and waits for its reply, until `signal` ends the wait, or, for a
-   * request to one device's connection (`device`), that device's departure.
+   * Sends `message` to `instance` and waits for its reply, until `signal` ends the wait (a call is
+   * then withdrawn there), or, for a request to one device's connection (`device`), that device's
+   * departure.
    */
-  private request(
-    instance: string,
-    message: Extract<FleetMessage, { id: string }>,
-    signal: AbortSignal,
-    device?: Pick<DeviceEntry, 'id' | 'connectionId'>,
-  ): Promise<Reply> {
-    return new Promise<Reply>((resolve, reject) => {
-      const forget = () => {
-        this.awaited.delete(message.id);
-        signal.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        forget();
-        if (message.kind === 'call') void this.stores.bus.send(instance, { kind: 'cancel', id: message.id, device: message.device }).catch(() => undefined);
-        reject(signal.reason);
-      };
-      if (signal.aborted) return reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.awaited.set(message.id, {
-        device,
-        settle: (reply) => {
-          forget();
-          if (reply.ok) resolve(reply);
-          else reject(replyError(reply));
-        },
-      });
-      this.stores.bus.send(instance, message).then(
-        (heard) => heard || this.awaited.get(message.id)?.settle(gone(message.id, device?.id)),
-        (error: Error) =>
-          this.awaited.get(message.id)?.settle({
-            kind: 'reply',
-            id: message.id,
-            ok: false,
-            code: 'TOOL_UNAVAILABLE',
-            message: `The device's instance cannot be reached: ${error.message}`,
-          }),
-      );
-    });
+  private async request(instance: string, message: Extract<FleetMessage, { id: string }>, signal: AbortSignal, device?: RequestedDevice): Promise<Reply> {
+    const reply = await this.replies.request(
+      (id) =>
+        void this.stores.bus.send(instance, message).then(
+          (heard) => heard || this.replies.fail(id, replyError(gone(id, device?.id))),
+          (error: Error) =>
+            this.replies.fail(id, new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, `The device's instance cannot be reached: ${error.message}`)),
+        ),
+      {
+        id: message.id,
+        tag: device,
+        signal,
+        withdraw:
+          message.kind === 'call'
+            ? (id) => void this.stores.bus.send(instance, { kind: 'cancel', id, device: message.device }).catch(() => undefined)
+            : undefined,
+      },
+    );
+    if (!reply.ok) throw replyError(reply);
+    return reply;
   }
 
   /** Ends the requests waiting on a device that left the directory, or whose connection another replaced: nobody will answer them. */
   private failAwaited(deviceId: string, connectionId: string | undefined): void {
-    for (const [id, waiting] of this.awaited) {
-      if (waiting.device?.id === deviceId && waiting.device.connectionId !== connectionId) waiting.settle(gone(id, deviceId));
-    }
+    this.replies.failWhere(
+      (device) => device?.id === deviceId && device.connectionId !== connectionId,
+      (id) => replyError(gone(id, deviceId)),
+    );
   }
 
   /** A message from another instance. */
   private receive(message: FleetMessage): void {
     switch (message.kind) {
       case 'reply':
-        this.awaited.get(message.id)?.settle(message);
+        this.replies.settle(message.id, message);
         return;
       case 'replace':
         this.linksByConnection.get(message.connectionId)?.replaced();

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { randomUUID } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { JsonSchema } from '../core/tools/json-schema';
@@ -87,11 +86,9 @@ export class ClientToolsService {
 
   /** Settles the callback `call_id` names; an unknown or expired id is INVALID_MESSAGE (spec 11.5). */
   settle(connection: LlmConnection, result: ToolResultFrame): void {
-    const pending = connection.state.pendingCallbacks.get(result.call_id);
-    if (!pending) {
+    if (!connection.state.callbacks.settle(result.call_id, result)) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Unknown or expired call_id "${result.call_id}"`);
     }
-    pending.settle(result);
   }
 
   /** Removes the connection's tools (it closed). */
@@ -108,32 +105,15 @@ export class ClientToolsService {
   }
 
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */
-  private callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, context: ToolCallContext): Promise<unknown> {
+  private async callBack(connection: LlmConnection, toolName: string, args: Record<string, unknown>, context: ToolCallContext): Promise<unknown> {
     const { signal, turnId } = context;
     const { resultQueueSize } = this.config.clientTools;
-    if (connection.state.pendingCallbacks.size >= resultQueueSize) {
+    const { callbacks } = connection.state;
+    if (callbacks.size >= resultQueueSize) {
       throw new ToolError(`Too many device tool calls waiting: at most ${resultQueueSize}`);
     }
-    const callId = randomUUID();
-    return new Promise((resolve, reject) => {
-      const forget = () => {
-        connection.state.pendingCallbacks.delete(callId);
-        signal.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        forget();
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      connection.state.pendingCallbacks.set(callId, {
-        toolName,
-        settle: ({ success, result, error }) => {
-          forget();
-          if (success) resolve(result ?? null);
-          else reject(new ToolError(error || `The device could not run "${toolName}"`));
-        },
-      });
-      connection.send(toolCallbackFrame(callId, toolName, args, turnId));
-    });
+    const { success, result, error } = await callbacks.request((callId) => connection.send(toolCallbackFrame(callId, toolName, args, turnId)), { signal });
+    if (!success) throw new ToolError(error || `The device could not run "${toolName}"`);
+    return result ?? null;
   }
 }

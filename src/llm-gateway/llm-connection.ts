@@ -1,3 +1,4 @@
+import { PendingReplies } from '../core/requests/pending-replies';
 import type { GatewayConnection } from '../core/ws/connection';
 import type { DeviceTool } from '../fleet/device-entry';
 import type { ToolResultFrame } from './protocol';
@@ -5,12 +6,6 @@ import type { Turn } from './turn';
 
 /** Requests a connection may have waiting behind the one being processed. */
 export const MAX_WAITING_REQUESTS = 8;
-
-/** A `tool_callback` sent to the device and not yet answered. */
-export interface PendingCallback {
-  toolName: string;
-  settle(result: ToolResultFrame): void;
-}
 
 /**
  * What the LLM gateway keeps per connection: the session it speaks in, its preferences, and
@@ -38,7 +33,7 @@ export class LlmConnectionState {
   question?: PendingQuestion;
   // The maps are made on first use: an empty Map is 184 bytes, and most connections of a fleet
   // sit idle with none of them used.
-  private pendingCallbackMap?: Map<string, PendingCallback>;
+  private callbackReplies?: PendingReplies<ToolResultFrame>;
   private agentToolMap?: Map<string, DeviceTool>;
   private turnMap?: Map<string, Turn>;
 
@@ -46,8 +41,9 @@ export class LlmConnectionState {
     this.stream = streamByDefault;
   }
 
-  get pendingCallbacks(): Map<string, PendingCallback> {
-    return (this.pendingCallbackMap ??= new Map());
+  /** The `tool_callback`s sent to the device and not yet answered, by `call_id`. */
+  get callbacks(): PendingReplies<ToolResultFrame> {
+    return (this.callbackReplies ??= new PendingReplies());
   }
 
   /** The tools it offers agents of the fleet (`visibility` `agents` or `both`), by name. */

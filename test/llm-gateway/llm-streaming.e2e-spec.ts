@@ -163,10 +163,10 @@ describe('LLM gateway: live turns', () => {
       client.send({ type: 'text_input', text: 'Battery?', turn_id: 'b1' });
       const callback = (await client.until('tool_callback')).pop();
       expect(callback.turn_id).toBe('b1');
-      expect(connectionOf(stack, client).state.pendingCallbacks.size).toBe(1);
+      expect(connectionOf(stack, client).state.callbacks.size).toBe(1);
       client.send({ type: 'cancel', turn_id: 'b1' });
       await client.until('status', 'idle');
-      expect(connectionOf(stack, client).state.pendingCallbacks.size).toBe(0);
+      expect(connectionOf(stack, client).state.callbacks.size).toBe(0);
       client.send({ type: 'tool_result', call_id: callback.call_id, success: true, result: { level: 85 } });
       expect(await client.next()).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE', message: expect.stringMatching(/Unknown or expired call_id/) });
       expect(stack.llm.requests).toHaveLength(1);
@@ -260,7 +260,7 @@ describe('LLM gateway: live turns', () => {
         client.send({ type: 'cancel', turn_id: `c${i}` });
         await client.until('status', 'idle');
       }
-      expect(state.pendingCallbacks.size).toBe(0);
+      expect(state.callbacks.size).toBe(0);
       expect(state.turns.size).toBe(0);
       expect(getEventListeners(connection.signal, 'abort').length).toBeLessThanOrEqual(1);
       // The scripted model's own pauses (the 300 ms before a first token) end by themselves.

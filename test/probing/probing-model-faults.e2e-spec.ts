@@ -106,7 +106,7 @@ describe('probing: model faults', () => {
   it('leaves no turn, pending tool call or stack trace behind', () => {
     const [connection] = stack.gateway.app.get(ConnectionRegistry).list(LLM_PROTOCOL) as LlmConnection[];
     expect(connection.state.turns.size).toBe(0);
-    expect(connection.state.pendingCallbacks.size).toBe(0);
+    expect(connection.state.callbacks.size).toBe(0);
     expect(log.stackTraces()).toEqual([]);
     // The operator's log has the model server's words (clients never do); what it must not have is a fault of ours.
     expect(log.output).not.toMatch(/Internal error|INTERNAL_ERROR/);
