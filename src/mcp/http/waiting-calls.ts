@@ -6,6 +6,7 @@ import {
   inputRequired,
   MissingRequiredClientCapabilityError,
   ProtocolError,
+  ProtocolErrorCode,
   RequestStateCodec,
   ServerContext,
 } from '@modelcontextprotocol/server';
@@ -99,6 +100,11 @@ class WaitingCall {
 
   get inRound(): boolean {
     return this.round !== undefined;
+  }
+
+  /** The round whose `requestState` was issued last: only that state may retry the call. */
+  get latestRound(): number {
+    return this.rounds;
   }
 
   /**
@@ -230,7 +236,7 @@ class WaitingCall {
  *
  * `requestState` is sealed (the SDK's HMAC codec) under the relay's key and bound to the
  * principal: a retry by anyone else, or a tampered one, is refused as the SDK's invalid
- * `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
+ * `requestState`, and so is an earlier round's once a later one was issued. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
  * a question beyond that is refused. A question the client did not declare the capability for
  * ends the call with -32021 ({@link MissingRequiredClientCapabilityError}).
  */
@@ -268,9 +274,10 @@ export class WaitingCalls {
   /** A client's retry, with its answers and the `requestState` the SDK verified already: served here, or where its call waits. */
   async resume(principal: string, target: string, context: ServerContext, caller: RoundCaller): Promise<FinalAnswer | InputRequiredResult> {
     const state = context.mcpReq.requestState<WaitingState>()!;
-    if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, target, context.mcpReq.inputResponses, context, caller);
+    if (state.instance === this.relay.instance) return this.resumeHere(state, principal, target, context.mcpReq.inputResponses, context, caller);
     const retry: ForwardedRetry = {
       call: state.call,
+      round: state.round,
       method: context.mcpReq.method,
       principal,
       target,
@@ -302,7 +309,7 @@ export class WaitingCalls {
   }
 
   private resumeHere(
-    call: string,
+    { call, round }: Pick<WaitingState, 'call' | 'round'>,
     principal: string,
     target: string,
     responses: Record<string, unknown> | undefined,
@@ -314,6 +321,7 @@ export class WaitingCalls {
       throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
     }
     if (entry.target !== target) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.target}", not of "${target}"`);
+    if (round !== entry.latestRound) throw staleRequestState();
     if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
     entry.answer(responses);
     return entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
@@ -329,7 +337,7 @@ export class WaitingCalls {
       http: { authInfo: { extra: { principal: retry.principal } } },
     } as unknown as ServerContext;
     try {
-      return { result: await this.resumeHere(retry.call, retry.principal, retry.target, retry.responses, context, {}) };
+      return { result: await this.resumeHere(retry, retry.principal, retry.target, retry.responses, context, {}) };
     } catch (error) {
       // An SDK 2.x error (-32021 when the call asked what the client did not declare) keeps its code and data too.
       const failure = error instanceof McpError || error instanceof ProtocolError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
@@ -340,6 +348,15 @@ export class WaitingCalls {
   private seal(call: string, round: number, context: ServerContext): Promise<string> {
     return this.codec.mint({ call, instance: this.relay.instance, round }, context);
   }
+}
+
+/**
+ * The refusal of a `requestState` that an earlier round of its call issued: once a later round
+ * asked again, the older state would answer questions the call no longer asks, so it is spent,
+ * and refused in the words the SDK refuses a tampered or expired one with.
+ */
+function staleRequestState(): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', { reason: 'invalid_request_state' });
 }
 
 /** What a `requestState` is bound to: the method and the principal, so nobody else can use it. */
