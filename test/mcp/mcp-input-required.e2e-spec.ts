@@ -124,7 +124,10 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
       requestState: again.result!.requestState,
       inputResponses: { 'elicitation-1': { action: 'maybe' } },
     });
-    expect(wrong.error).toMatchObject({ code: -32602, message: expect.stringContaining('not an answer to elicitation/create') });
+    expect(wrong.error).toEqual({
+      code: -32602,
+      message: 'inputResponses["elicitation-1"] is not an answer to elicitation/create: action must be one of: "accept", "decline", "cancel"',
+    });
 
     const answered = await callRaw(TOKEN, 'asking.ask_name', {
       requestState: again.result!.requestState,

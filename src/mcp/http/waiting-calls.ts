@@ -14,6 +14,7 @@ import { withoutMcpErrorPrefix } from '../../core/errors/mcp-error-words';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { CLIENT_QUESTIONS, keyForQuestion, missingCapability, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
+import { describeIssues } from '../readable-errors';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
@@ -119,7 +120,10 @@ class WaitingCall {
       if (!question) continue;
       const parsed = CLIENT_QUESTIONS[question.method].result.safeParse(value);
       if (!parsed.success)
-        throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `inputResponses["${key}"] is not an answer to ${question.method}: ${describeIssues(parsed.error.issues, 'the answer')}`,
+        );
       answered.push([key, question, parsed.data as Record<string, unknown>]);
     }
     for (const [key, question, value] of answered) {
