@@ -41,10 +41,10 @@ export type LiteMcpServerFrame =
   | { version: LiteMcpVersion; id: number; type: 'result'; data: LiteMcpCallResult }
   | { version: LiteMcpVersion; id: number | null; type: 'error'; data: { code: string; message: string } };
 
-/** The frame's `id` when it has a usable one, for echoing in an answer. */
+/** The frame's `id` when it has a usable one, for echoing in an answer: an integer JSON numbers hold exactly. */
 export function frameId(frame: unknown): number | null {
   const id = (frame as { id?: unknown } | null)?.id;
-  return Number.isInteger(id) ? (id as number) : null;
+  return Number.isSafeInteger(id) ? (id as number) : null;
 }
 
 export const infoFrame = (id: number, tool: LiteMcpTool): LiteMcpServerFrame => ({ version: LITEMCP_VERSION, id, type: 'info', data: tool });

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import {
   CallToolResult,
@@ -42,6 +43,7 @@ import { ResourceSubscriptions } from './resource-subscriptions';
 import { answeredAsMcp } from './context-errors';
 import { McpTasks } from './tasks/mcp-tasks.service';
 import { toCallToolResult, toMcpTool } from './mcp.mapper';
+import { withReadableErrors } from './readable-errors';
 
 /** The requests for the upstreams' context, by method, with the schema the SDK 1.x server parses each with. */
 const CONTEXT_REQUESTS = {
@@ -68,6 +70,16 @@ const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} }
  * check answers a malformed call with -32602 "Invalid params", as JSON-RPC says.
  */
 const ToolsCallWithAnyParams = CallToolRequestSchema.extend({ params: RequestSchema.shape.params });
+
+/**
+ * The SDK 1.x server of a 2025 session, whose errors read as sentences on every transport it is
+ * connected to: the SDK answers a request its schemas refuse with zod's multi-line dump.
+ */
+class ReadableErrorsServer extends Server {
+  override connect(transport: Transport): Promise<void> {
+    return super.connect(withReadableErrors(transport));
+  }
+}
 
 /**
  * Makes one SDK `Server` per MCP session (a WebSocket connection or a Streamable HTTP session),
@@ -106,7 +118,7 @@ export class McpService {
    */
   createServer(scope: ToolCallScope, view?: McpToolView): Server {
     const servesContext = !view && this.servesContext;
-    const server = new Server(this.serverInfo, {
+    const server = new ReadableErrorsServer(this.serverInfo, {
       capabilities: { ...this.capabilities(servesContext), ...(!view && { tasks: TASKS_CAPABILITY }) },
       ...(!view && { taskStore: this.tasks.ownedBy(scope.principal ?? ANONYMOUS_PRINCIPAL) }),
       debouncedNotificationMethods: ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed'],

@@ -3,8 +3,8 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import type { Request, Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { httpStatusOf } from '../core/errors/describe-exception';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { httpArgumentsOf } from './http-arguments';
@@ -21,8 +21,9 @@ import { UtcpService } from './utcp.service';
  *
  * Failures are `{"type":"tool_error","error","code"}`, the WebSocket path's frame, with the
  * status of their code: 400 bad arguments or body, 401/403 auth, 404 unknown tool, 413 body too
- * large, 500 the tool failed, 503 its upstream is down, 504 it timed out. Those raised here go
- * through the HTTP exception filter, in the format `UtcpModule` registers for `/utcp/`.
+ * large, 503 its upstream is down, 504 it timed out; a tool that failed answers 422, or the
+ * status of the code it named ({@link httpStatusOfToolFailure}), and 500 only for a fault. Those
+ * raised here go through the HTTP exception filter, in the format `UtcpModule` registers for `/utcp/`.
  *
  * A client that goes away stops its call: the tool's signal aborts and a streaming tool's
  * generator is closed. So does a streaming client that stops reading (see {@link ToolEventStream}).
@@ -63,5 +64,5 @@ export class UtcpToolController {
 /** A call's outcome as one JSON answer: the result, or a `tool_error` with its code's status. */
 function answerWithJson(response: Response, outcome: ToolOutcome): void {
   if (outcome.ok) response.status(200).json(resultOf(outcome));
-  else response.status(httpStatusOf(outcome.code)).json(toolErrorBody(errorOf(outcome)));
+  else response.status(httpStatusOfToolFailure(outcome)).json(toolErrorBody(errorOf(outcome)));
 }

@@ -1,3 +1,4 @@
+import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
 import { RunningGateway, startGateway } from '../support/gateway';
 
 const V = [1, 0, 0];
@@ -37,6 +38,37 @@ describe('LiteMCP over HTTP', () => {
     expect(status).toBe(200);
     expect(body.response).toEqual({ content: [{ type: 'text', data: 'Division by zero' }], error: true });
   });
+
+  it.each([
+    [
+      'a device that is not connected (a failure naming DEVICE_OFFLINE)',
+      'device_say',
+      ['nobody-here', '', 'Dinner is ready.'],
+      'Device "nobody-here" is not connected',
+    ],
+    ['a fault of the tool (a plain Error)', 'test.breaks', [], 'Tool "test.breaks" failed with an internal error'],
+  ])(
+    'answers a tool that ran and failed for %s with 200 too: the failure is in the CallResult, as the protocol carries it',
+    async (_name, tool, args, text) => {
+      const registry = gateway.app.get(ToolRegistryService);
+      registry.register({
+        name: 'test.breaks',
+        description: 'Breaks',
+        inputSchema: { type: 'object' },
+        source: 'module',
+        handler: () => {
+          throw new Error('secret connection string');
+        },
+      });
+      try {
+        const { status, body } = await post(gateway.http(`/litemcp/${tool}`), { tool, arguments: args });
+        expect(status).toBe(200);
+        expect(body.response).toEqual({ content: [{ type: 'text', data: text }], error: true });
+      } finally {
+        registry.unregister('test.breaks');
+      }
+    },
+  );
 
   it.each([
     ['bad arguments', { tool: 'calculator', arguments: ['x', '1'] }, 400, /Argument "a" must be number/],

@@ -141,6 +141,39 @@ describe('LiteMCP over WebSocket', () => {
       await stillUsable();
     });
 
+    it.each(['1e400', '-1e400', '9007199254740993', '-9007199254740993', '9007199254740992'])(
+      'answers every get and call whose id %s a JSON number cannot hold exactly, with an error frame and id null',
+      async (id) => {
+        // Sent twice each: read as one number (Infinity, or 2^53), the second would look like a repeat to ignore.
+        for (const frame of [
+          `{"version":[1,0,0],"id":${id},"type":"get"}`,
+          `{"version":[1,0,0],"id":${id},"type":"call","data":{"tool":"calculator","arguments":["1","2"]}}`,
+        ]) {
+          for (let attempt = 0; attempt < 2; attempt += 1) {
+            socket.send(frame);
+            expect(await socket.next()).toEqual({
+              version: V,
+              id: null,
+              type: 'error',
+              data: { code: 'INVALID_MESSAGE', message: 'id must be an integer from -(2^53 - 1) to 2^53 - 1: a larger one cannot be read exactly' },
+            });
+          }
+        }
+        await stillUsable();
+      },
+    );
+
+    it('serves the largest ids JSON numbers hold exactly, and -0 as 0', async () => {
+      socket.send(`{"version":[1,0,0],"id":9007199254740991,"type":"get"}`);
+      expect(await socket.next()).toMatchObject({ id: Number.MAX_SAFE_INTEGER, type: 'info' });
+      socket.send(`{"version":[1,0,0],"id":-9007199254740991,"type":"get"}`);
+      expect(await socket.next()).toMatchObject({ id: -Number.MAX_SAFE_INTEGER, type: 'info' });
+      socket.send(`{"version":[1,0,0],"id":-0,"type":"get"}`);
+      expect(await socket.next()).toMatchObject({ id: 0, type: 'info' });
+      socket.send(`{"version":[1,0,0],"id":1.5,"type":"get"}`);
+      expect(await socket.next()).toMatchObject({ id: null, type: 'error', data: { code: 'INVALID_MESSAGE', message: 'id must be an integer' } });
+    });
+
     it('accepts numbers as arguments, read as their text', async () => {
       socket.send({ version: V, id: 5, type: 'call', data: { tool: 'calculator', arguments: [2, 3] } });
       expect(await socket.next()).toMatchObject({ data: { params: { a: '2', b: '3' }, response: { content: [{ data: '5' }] } } });

@@ -124,7 +124,10 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
       requestState: again.result!.requestState,
       inputResponses: { 'elicitation-1': { action: 'maybe' } },
     });
-    expect(wrong.error).toMatchObject({ code: -32602, message: expect.stringContaining('not an answer to elicitation/create') });
+    expect(wrong.error).toEqual({
+      code: -32602,
+      message: 'inputResponses["elicitation-1"] is not an answer to elicitation/create: action must be one of: "accept", "decline", "cancel"',
+    });
 
     const answered = await callRaw(TOKEN, 'asking.ask_name', {
       requestState: again.result!.requestState,
@@ -151,6 +154,30 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
     // The rightful retry still works.
     const answered = await callRaw(TOKEN, 'asking.ask_name', { requestState, inputResponses: { 'elicitation-1': { action: 'decline' } } });
     expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'no answer (decline)' }] });
+  });
+
+  const BOTH = { elicitation: {}, sampling: {} };
+  const NAMED = { 'elicitation-1': { action: 'accept', content: { name: 'Lin' } } };
+  const SAMPLED = { 'sampling-2': { role: 'assistant', content: { type: 'text', text: 'welcome' }, model: 'm' } };
+  /** What the SDK answers a retry whose requestState it cannot verify. */
+  const INVALID_STATE = { code: -32602, message: 'Invalid or expired requestState', data: { reason: 'invalid_request_state' } };
+
+  it("refuses an earlier round's requestState once a later round issued its own, as a tampered one; the latest completes the call", async () => {
+    const first = await callRaw(TOKEN, 'asking.ask_twice', {}, BOTH);
+    expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
+    const second = await callRaw(TOKEN, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: NAMED }, BOTH);
+    expect(second.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'sampling-2': { method: 'sampling/createMessage' } } });
+
+    // The first round's state again, with the answer the second round asks for: spent.
+    const stale = await callRaw(TOKEN, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: SAMPLED }, BOTH);
+    expect(stale.error).toEqual(INVALID_STATE);
+    const tampered = `${first.result!.requestState.slice(0, -2)}${first.result!.requestState.endsWith('A') ? 'B' : 'A'}A`;
+    expect((await callRaw(TOKEN, 'asking.ask_twice', { requestState: tampered, inputResponses: SAMPLED }, BOTH)).error).toEqual(stale.error);
+    // Without answers too: it does not open a round of its own.
+    expect((await callRaw(TOKEN, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: {} }, BOTH)).error).toEqual(INVALID_STATE);
+
+    const answered = await callRaw(TOKEN, 'asking.ask_twice', { requestState: second.result!.requestState, inputResponses: SAMPLED }, BOTH);
+    expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'Lin: welcome' }] });
   });
 
   it('ends a call whose question nobody answers at its time limit: the retry gets the timeout, and the state is spent', async () => {
@@ -260,6 +287,17 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
       // Another token's retry is refused on the instance that received it, before anything is relayed.
       const other = await modernRequest(b, OTHER_TOKEN, 'tools/call', { name: 'asking.ask_name', arguments: {}, requestState: first.result!.requestState }, {});
       expect(other.error).toMatchObject({ code: -32602 });
+    });
+
+    it("refuses an earlier round's requestState relayed to the instance its call waits in, once a later round issued its own", async () => {
+      const [a, b] = replicas;
+      const first = await callOn(a, 'asking.ask_twice');
+      const second = await callOn(b, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: NAMED });
+      expect(second.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'sampling-2': { method: 'sampling/createMessage' } } });
+      expect((await callOn(b, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: SAMPLED })).error).toEqual(INVALID_STATE);
+      expect((await callOn(a, 'asking.ask_twice', { requestState: first.result!.requestState, inputResponses: SAMPLED })).error).toEqual(INVALID_STATE);
+      const answered = await callOn(b, 'asking.ask_twice', { requestState: second.result!.requestState, inputResponses: SAMPLED });
+      expect(answered.result).toMatchObject({ content: [{ type: 'text', text: 'Lin: welcome' }] });
     });
 
     it('ends a call with -32021 in a round served for another instance, when the retry did not declare what is asked next', async () => {

@@ -1,5 +1,5 @@
 import { RunningGateway, startGateway } from '../support/gateway';
-import { bearer, inSession, initializeOn, mcpHttp } from '../support/mcp-http';
+import { bearer, inSession, initializeOn, mcpHttp, modernEnvelope } from '../support/mcp-http';
 import { TestSocket } from '../support/test-socket';
 
 const TOKEN = 'probe-ids-token';
@@ -67,5 +67,81 @@ describe('probing: JSON-RPC ids that cannot be represented', () => {
       const ping = await mcpHttp(gateway, { body: request('7', 'ping'), headers });
       expect(ping.status).toBe(200);
     }
+  });
+});
+
+/**
+ * The same ids, and a fraction and -0, on the protocols whose requests are not JSON-RPC: each
+ * frame gets an answer, sent twice (read as one number, Infinity or 2^53, the second could be
+ * taken for a repeat of the first and ignored).
+ */
+describe('probing: ids a JSON number cannot hold exactly, on the other protocols', () => {
+  const IDS = [...UNREPRESENTABLE_IDS, '1.5', '-0'];
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    gateway = await startGateway({ MCP_WS_AUTH_TOKEN: TOKEN });
+  });
+  afterAll(() => gateway.close());
+
+  /** Sends each frame twice and reads an answer to each: silence fails the test. */
+  async function everyFrameAnswered(socket: TestSocket, frames: string[]): Promise<any[]> {
+    const answers: any[] = [];
+    for (const frame of frames) {
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        socket.send(frame);
+        answers.push(JSON.parse(await socket.nextText(2000)));
+      }
+    }
+    return answers;
+  }
+
+  it('LiteMCP answers every get and call with an error frame and id null; -0 is the id 0', async () => {
+    const socket = await TestSocket.open(gateway.ws('/litemcp/calculator'));
+    for (const id of IDS.filter((id) => id !== '-0')) {
+      const frames = [
+        `{"version":[1,0,0],"id":${id},"type":"get"}`,
+        `{"version":[1,0,0],"id":${id},"type":"call","data":{"tool":"calculator","arguments":["1","2"]}}`,
+      ];
+      for (const answer of await everyFrameAnswered(socket, frames))
+        expect(answer).toMatchObject({ id: null, type: 'error', data: { code: 'INVALID_MESSAGE' } });
+    }
+    // A repeated id is ignored (the spec's rule): -0 once.
+    socket.send('{"version":[1,0,0],"id":-0,"type":"get"}');
+    expect(await socket.next()).toMatchObject({ id: 0, type: 'info' });
+    await socket.close();
+  });
+
+  it('UTCP 0.1 answers every call and discover', async () => {
+    const socket = await TestSocket.open(gateway.ws('/utcp'));
+    for (const id of IDS) {
+      const answers = await everyFrameAnswered(socket, [
+        `{"type":"call","id":${id},"tool":"calculator","params":{"a":1,"b":2}}`,
+        `{"type":"discover","id":${id}}`,
+      ]);
+      expect(answers.map((answer) => answer.type)).toEqual(['result', 'result', 'discovery_response', 'discovery_response']);
+    }
+    await socket.close();
+  });
+
+  it('the LLM gateway answers every text_input whose turn_id is such a number with an error', async () => {
+    const socket = await TestSocket.open(gateway.ws('/'));
+    expect(await socket.next()).toMatchObject({ type: 'status', status: 'connected' });
+    for (const id of IDS) {
+      for (const answer of await everyFrameAnswered(socket, [`{"type":"text_input","turn_id":${id},"text":"hi"}`])) {
+        expect(answer).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE' });
+      }
+    }
+    await socket.close();
+  });
+
+  it('MCP 2026-07-28 over a WebSocket answers every request', async () => {
+    const socket = await TestSocket.open(gateway.ws(`/mcp?token=${TOKEN}`), { protocols: ['mcp'] });
+    const meta = JSON.stringify(modernEnvelope());
+    for (const id of IDS) {
+      const answers = await everyFrameAnswered(socket, [`{"jsonrpc":"2.0","id":${id},"method":"tools/list","params":{"_meta":${meta}}}`]);
+      for (const answer of answers) expect(id === '-0' ? answer.result : answer.error).toBeDefined();
+    }
+    await socket.close();
   });
 });

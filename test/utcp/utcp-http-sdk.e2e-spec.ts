@@ -89,7 +89,7 @@ describe('UTCP over HTTP with the TypeScript SDK (@utcp/sdk, @utcp/http)', () =>
 
   it('rejects a call whose tool failed, with the tool_error and its status', async () => {
     expect(await answerOf(client.callTool('gw.calculator', { body: { a: 1, b: 0, operation: 'divide' } }))).toEqual({
-      status: 500,
+      status: 422,
       data: { type: 'tool_error', error: 'Division by zero', code: 'TOOL_EXECUTION_FAILED' },
     });
   });

@@ -1,3 +1,5 @@
+import { GatewayError, GatewayErrorCode } from '../../src/core/errors/gateway-error';
+import { ToolError } from '../../src/core/tools/tool-error';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { tickerRunFinished, TestToolsModule } from '../support/test-tools';
@@ -162,7 +164,7 @@ describe('UTCP over HTTP', () => {
     });
 
     it.each([
-      ['a tool that failed', '/utcp/calculator', { a: 1, b: 0, operation: 'divide' }, JSON_BODY, 500, 'TOOL_EXECUTION_FAILED', /^Division by zero$/],
+      ['a tool that failed', '/utcp/calculator', { a: 1, b: 0, operation: 'divide' }, JSON_BODY, 422, 'TOOL_EXECUTION_FAILED', /^Division by zero$/],
       ['a tool past its time limit', '/utcp/test.sleepy', {}, JSON_BODY, 504, 'TOOL_TIMEOUT', /did not finish within 0\.1 s$/],
       ['arguments the schema refuses', '/utcp/calculator', { a: 'two', b: 3 }, JSON_BODY, 400, 'INVALID_TOOL_PARAMETERS', /a/],
       ['arguments that are not an object', '/utcp/calculator', [2, 3], JSON_BODY, 400, 'INVALID_TOOL_PARAMETERS', /object/],
@@ -186,6 +188,91 @@ describe('UTCP over HTTP', () => {
       const response = await post(gateway, path, body, headers);
       expect(response.status).toBe(status);
       expect(await response.json()).toEqual({ type: 'tool_error', code, error: expect.stringMatching(message) });
+    });
+
+    describe('a tool that failed: the status says whose the failure is, the body is the same tool_error', () => {
+      const OFFLINE = 'Device "nobody-here" is not connected';
+      /** Tools that fail as tools do: explained, naming a code of ours, or by a fault. */
+      const FAILING: Record<string, () => never> = {
+        'test.says_no': () => {
+          throw new ToolError('The lights are out of reach');
+        },
+        'test.names_busy': () => {
+          throw new ToolError('The speaker has three sentences queued', { code: 'DEVICE_BUSY' });
+        },
+        'test.names_own_code': () => {
+          throw new ToolError('Not now', { code: 'NOT_A_GATEWAY_CODE', retry: true });
+        },
+        'test.throws_offline': () => {
+          throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, OFFLINE);
+        },
+        'test.breaks': () => {
+          throw new Error('secret connection string');
+        },
+      };
+
+      beforeAll(() => {
+        const registry = gateway.app.get(ToolRegistryService);
+        for (const [name, handler] of Object.entries(FAILING)) {
+          registry.register({ name, description: 'Fails', inputSchema: { type: 'object' }, source: 'module', handler });
+        }
+      });
+      afterAll(() => {
+        const registry = gateway.app.get(ToolRegistryService);
+        for (const name of Object.keys(FAILING)) registry.unregister(name);
+      });
+
+      it.each([
+        ['a ToolError: 422', '/utcp/test.says_no', {}, 422, { error: 'The lights are out of reach' }],
+        [
+          'a ToolError naming DEVICE_BUSY: 429',
+          '/utcp/test.names_busy',
+          {},
+          429,
+          { error: 'The speaker has three sentences queued', details: { code: 'DEVICE_BUSY' } },
+        ],
+        [
+          'a ToolError naming no code of ours: 422',
+          '/utcp/test.names_own_code',
+          {},
+          422,
+          { error: 'Not now', details: { code: 'NOT_A_GATEWAY_CODE', retry: true } },
+        ],
+        [
+          "a GatewayError of the gateway's own: its code's status",
+          '/utcp/test.throws_offline',
+          {},
+          404,
+          { error: OFFLINE, details: { code: 'DEVICE_OFFLINE' } },
+        ],
+        [
+          "the fleet's device_say to a device that is not connected: 404",
+          '/utcp/device_say',
+          { device_id: 'nobody-here', text: 'Dinner is ready.' },
+          404,
+          { error: OFFLINE, details: { code: 'DEVICE_OFFLINE' } },
+        ],
+        [
+          "the fleet's device_say naming no device: 400",
+          '/utcp/device_say',
+          { text: 'Dinner is ready.' },
+          400,
+          { error: 'Give exactly one of device_id and device_ids', details: { code: 'INVALID_MESSAGE' } },
+        ],
+        ['a fault (a plain Error): 500, and nothing of it', '/utcp/test.breaks', {}, 500, { error: 'Tool "test.breaks" failed with an internal error' }],
+      ])('%s', async (_name, path, body, status, failure) => {
+        const response = await post(gateway, path, body);
+        expect({ status: response.status, body: await response.json() }).toEqual({
+          status,
+          body: { type: 'tool_error', code: 'TOOL_EXECUTION_FAILED', ...failure },
+        });
+      });
+
+      it('answers a streaming call that fails before its first result with the same status', async () => {
+        const response = await post(gateway, '/utcp/device_say?stream=true', { device_id: 'nobody-here', text: 'Dinner is ready.' });
+        expect(response.status).toBe(404);
+        expect(await response.json()).toEqual({ type: 'tool_error', code: 'TOOL_EXECUTION_FAILED', error: OFFLINE, details: { code: 'DEVICE_OFFLINE' } });
+      });
     });
 
     it('does not tell a caller without a token whether a tool exists', async () => {

@@ -129,6 +129,12 @@ export interface ToolFailure {
   /** Safe to show to the caller and to the model. */
   message: string;
   details?: unknown;
+  /**
+   * The handler threw what no tool throws on purpose (neither a `ToolError` nor a `GatewayError`):
+   * a fault of the server, logged, its message saying only that. Every other failure is one the
+   * tool or the request explains, which HTTP answers with a 4xx (or 503/504) rather than a 500.
+   */
+  internal?: true;
   durationMs: number;
 }
 

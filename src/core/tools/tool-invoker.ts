@@ -238,11 +238,13 @@ export class ToolInvoker {
       return failure('TOOL_TIMEOUT', `Tool "${tool.name}" did not finish within ${tool.timeoutMs / 1000} s`, started);
     }
     if (error instanceof ToolError) return failure('TOOL_EXECUTION_FAILED', error.message, started, error.details);
-    if (error instanceof GatewayError && TOOL_FAILURE_CODES.has(error.code)) {
-      return failure(error.code as ToolFailureCode, error.message, started);
+    if (error instanceof GatewayError) {
+      if (TOOL_FAILURE_CODES.has(error.code)) return failure(error.code as ToolFailureCode, error.message, started);
+      // A reason of the gateway's own (DEVICE_OFFLINE...): the tool failed for it, as a ToolError naming that code would.
+      return failure('TOOL_EXECUTION_FAILED', error.message, started, { code: error.code });
     }
     this.logger.error(`Tool "${tool.name}" threw: ${(error as Error)?.stack ?? String(error)}`);
-    return failure('TOOL_EXECUTION_FAILED', `Tool "${tool.name}" failed with an internal error`, started);
+    return { ...failure('TOOL_EXECUTION_FAILED', `Tool "${tool.name}" failed with an internal error`, started), internal: true };
   }
 }
 

@@ -48,9 +48,21 @@ export const toolCallSchema = toolCall('');
 
 const callData = toolCall('data.');
 
+/**
+ * Past 2^53 - 1 a JSON number cannot be held exactly (`9007199254740993` reads as ...992, and
+ * `1e400` as Infinity): echoing it would name another request, and every such id would read as
+ * the same one, so each after the first would be ignored as a repeat. Such an id is refused.
+ */
+const OUT_OF_RANGE_ID = 'id must be an integer from -(2^53 - 1) to 2^53 - 1: a larger one cannot be read exactly';
+
 const frame = {
   version: version('version'),
-  id: { type: 'integer', errorMessage: 'id must be an integer' },
+  id: {
+    type: 'integer',
+    minimum: -Number.MAX_SAFE_INTEGER,
+    maximum: Number.MAX_SAFE_INTEGER,
+    errorMessage: { type: 'id must be an integer', minimum: OUT_OF_RANGE_ID, maximum: OUT_OF_RANGE_ID },
+  },
 } as const;
 
 const frameRequired = { version: 'version must be an array [major, minor, patch]', id: 'id must be an integer' } as const;

@@ -32,6 +32,7 @@ import { ToolRegistryService } from '../../core/tools/tool-registry.service';
 import { MCP_PROTOCOL } from '../mcp.constants';
 import { CONTEXT_METHODS, McpService } from '../mcp.service';
 import { SessionLogLevel } from '../mcp-tool-caller';
+import { withReadableErrors } from '../readable-errors';
 import { McpTasks } from '../tasks/mcp-tasks.service';
 import { acceptsTasks, ModernTasks, TASKS_EXTENSION } from './modern-tasks';
 import { LocalWaitingCallRelay, RedisWaitingCallRelay, WaitingCallRelay } from './waiting-call-relay';
@@ -246,6 +247,11 @@ class CatalogueServer extends McpServer {
 
   override toolInputSchemaJson(name: string): Record<string, unknown> | undefined {
     return this.inputSchemaOf(name);
+  }
+
+  /** Every transport of a request or a connection: its errors read as sentences (the SDK sends zod's dump for a request it refuses). */
+  override connect(transport: ModernTransport): Promise<void> {
+    return super.connect(withReadableErrors(transport));
   }
 }
 

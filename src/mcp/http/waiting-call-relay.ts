@@ -5,6 +5,8 @@ import { connectRedis } from '../../core/redis/redis-connection';
 /** A client's retry of a call that waits in another instance, as that instance is told it. */
 export interface ForwardedRetry {
   call: string;
+  /** The round of the call that issued the retry's `requestState`: only the latest round's may retry. */
+  round: number;
   /** The request's method (`tools/call`, `prompts/get`, `resources/read`), to which the next `requestState` is bound. */
   method: string;
   principal: string;

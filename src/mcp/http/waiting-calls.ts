@@ -6,6 +6,7 @@ import {
   inputRequired,
   MissingRequiredClientCapabilityError,
   ProtocolError,
+  ProtocolErrorCode,
   RequestStateCodec,
   ServerContext,
 } from '@modelcontextprotocol/server';
@@ -13,6 +14,7 @@ import { withoutMcpErrorPrefix } from '../../core/errors/mcp-error-words';
 import { newId } from '../../core/new-id';
 import type { ToolCaller } from '../../core/tools/tool-definition';
 import { CLIENT_QUESTIONS, keyForQuestion, missingCapability, QuestionMethod, questionRefusal } from '../mcp-tool-caller';
+import { describeIssues } from '../readable-errors';
 import type { ForwardedRetry, RoundOutcome, WaitingCallRelay } from './waiting-call-relay';
 
 /** How long a client may take to retry a call that waits for its input, and how long a finished call's result waits for that retry. */
@@ -101,6 +103,11 @@ class WaitingCall {
     return this.round !== undefined;
   }
 
+  /** The round whose `requestState` was issued last: only that state may retry the call. */
+  get latestRound(): number {
+    return this.rounds;
+  }
+
   /**
    * Hands the client's answers to the questions they answer: each must be the answer its question
    * asked for, or the retry is refused and the question stays open. Answers to questions the call
@@ -113,7 +120,10 @@ class WaitingCall {
       if (!question) continue;
       const parsed = CLIENT_QUESTIONS[question.method].result.safeParse(value);
       if (!parsed.success)
-        throw new McpError(ErrorCode.InvalidParams, `inputResponses["${key}"] is not an answer to ${question.method}: ${parsed.error.message}`);
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `inputResponses["${key}"] is not an answer to ${question.method}: ${describeIssues(parsed.error.issues, 'the answer')}`,
+        );
       answered.push([key, question, parsed.data as Record<string, unknown>]);
     }
     for (const [key, question, value] of answered) {
@@ -230,7 +240,7 @@ class WaitingCall {
  *
  * `requestState` is sealed (the SDK's HMAC codec) under the relay's key and bound to the
  * principal: a retry by anyone else, or a tampered one, is refused as the SDK's invalid
- * `requestState`. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
+ * `requestState`, and so is an earlier round's once a later one was issued. A principal has at most `WS_MAX_CALLS_IN_FLIGHT` calls waiting in an instance;
  * a question beyond that is refused. A question the client did not declare the capability for
  * ends the call with -32021 ({@link MissingRequiredClientCapabilityError}).
  */
@@ -268,9 +278,10 @@ export class WaitingCalls {
   /** A client's retry, with its answers and the `requestState` the SDK verified already: served here, or where its call waits. */
   async resume(principal: string, target: string, context: ServerContext, caller: RoundCaller): Promise<FinalAnswer | InputRequiredResult> {
     const state = context.mcpReq.requestState<WaitingState>()!;
-    if (state.instance === this.relay.instance) return this.resumeHere(state.call, principal, target, context.mcpReq.inputResponses, context, caller);
+    if (state.instance === this.relay.instance) return this.resumeHere(state, principal, target, context.mcpReq.inputResponses, context, caller);
     const retry: ForwardedRetry = {
       call: state.call,
+      round: state.round,
       method: context.mcpReq.method,
       principal,
       target,
@@ -302,7 +313,7 @@ export class WaitingCalls {
   }
 
   private resumeHere(
-    call: string,
+    { call, round }: Pick<WaitingState, 'call' | 'round'>,
     principal: string,
     target: string,
     responses: Record<string, unknown> | undefined,
@@ -314,6 +325,7 @@ export class WaitingCalls {
       throw new McpError(ErrorCode.InvalidParams, 'This call no longer waits for input: it ended and its result was collected, or nobody retried it in time');
     }
     if (entry.target !== target) throw new McpError(ErrorCode.InvalidParams, `This requestState belongs to a call of "${entry.target}", not of "${target}"`);
+    if (round !== entry.latestRound) throw staleRequestState();
     if (entry.inRound) throw new McpError(ErrorCode.InvalidRequest, 'A retry of this call is being answered already');
     entry.answer(responses);
     return entry.serveRound(context, caller, (id, round) => this.seal(id, round, context));
@@ -329,7 +341,7 @@ export class WaitingCalls {
       http: { authInfo: { extra: { principal: retry.principal } } },
     } as unknown as ServerContext;
     try {
-      return { result: await this.resumeHere(retry.call, retry.principal, retry.target, retry.responses, context, {}) };
+      return { result: await this.resumeHere(retry, retry.principal, retry.target, retry.responses, context, {}) };
     } catch (error) {
       // An SDK 2.x error (-32021 when the call asked what the client did not declare) keeps its code and data too.
       const failure = error instanceof McpError || error instanceof ProtocolError ? error : new McpError(ErrorCode.InternalError, (error as Error).message);
@@ -340,6 +352,15 @@ export class WaitingCalls {
   private seal(call: string, round: number, context: ServerContext): Promise<string> {
     return this.codec.mint({ call, instance: this.relay.instance, round }, context);
   }
+}
+
+/**
+ * The refusal of a `requestState` that an earlier round of its call issued: once a later round
+ * asked again, the older state would answer questions the call no longer asks, so it is spent,
+ * and refused in the words the SDK refuses a tampered or expired one with.
+ */
+function staleRequestState(): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', { reason: 'invalid_request_state' });
 }
 
 /** What a `requestState` is bound to: the method and the principal, so nobody else can use it. */
