@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { httpStatusOf } from '../core/errors/describe-exception';
+import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { ToolCallService } from '../core/tools/tool-call.service';
@@ -140,6 +140,6 @@ export class DevicesController {
     const outcome = await this.toolCalls.call(scope, agentToolName(id, tool), args);
     if (scope.signal?.aborted) return;
     if (outcome.ok) response.status(200).json({ result: outcome.value ?? null });
-    else response.status(httpStatusOf(outcome.code)).json({ error: { code: outcome.code, message: outcome.message } });
+    else response.status(httpStatusOfToolFailure(outcome)).json({ error: { code: outcome.code, message: outcome.message } });
   }
 }

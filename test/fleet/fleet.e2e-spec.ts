@@ -183,6 +183,14 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(await speaker.next()).toMatchObject({ type: 'error', code: 'INVALID_MESSAGE' });
   });
 
+  it("answers an agent's HTTP call that the device's tool failed with 422, not as a fault of the server", async () => {
+    const speaker = track(await device(stack, 'failing-1'));
+    const call = post(stack, '/devices/failing-1/tools/light_on', OWNER, { room: 'cellar' });
+    const callback = await speaker.next();
+    speaker.send({ type: 'tool_result', call_id: callback.call_id, success: false, error: 'Bulb broken' });
+    expect(await call).toEqual({ status: 422, body: { error: { code: 'TOOL_EXECUTION_FAILED', message: 'Bulb broken' } } });
+  });
+
   it("fails an agent's call at once when the device disconnects before answering", async () => {
     const speaker = await device(stack, 'leaving-1');
     const started = Date.now();
