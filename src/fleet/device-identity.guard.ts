@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'http';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../core/ws/upgrade-guard';
 import { DEVICE_ID_HEADER, DEVICE_ID_PARAMETER, deviceIdProblem } from './device-id';
-import { FleetService } from './fleet.service';
+import { Reachability } from './reachability';
 
 /** An upgrade request once {@link DeviceIdentityGuard} has read the device it names. */
 export interface DeviceRequest extends IncomingMessage {
@@ -30,7 +30,7 @@ export const deviceOwnerOf = (request: IncomingMessage): string | undefined => (
 @Injectable()
 export class DeviceIdentityGuard implements UpgradeGuard {
   constructor(
-    private readonly fleet: FleetService,
+    private readonly reachability: Reachability,
     private readonly tokens: AccessTokenService,
   ) {}
 
@@ -44,7 +44,7 @@ export class DeviceIdentityGuard implements UpgradeGuard {
     if (grant.devices && !grant.devices(deviceId)) {
       throw new UpgradeRefusedException(403, `Token "${grant.name}" may not connect as device "${deviceId}" (its devices in the tokens file)`);
     }
-    const owner = await this.fleet.admit(deviceId, context.principal ?? '');
+    const owner = await this.reachability.admit(deviceId, context.principal ?? '');
     if (owner !== (context.principal ?? '') && !grant.devices?.(deviceId)) {
       throw new UpgradeRefusedException(409, `Device id "${deviceId}" belongs to another token (DEVICE_ID_TAKEN); its owner can release it`);
     }

@@ -1,3 +1,4 @@
+import type { ArgumentsValidator } from '../core/tools/json-schema';
 import type { DeviceTool } from './device-entry';
 
 /**
@@ -12,9 +13,10 @@ export interface QueuedPush {
 }
 
 /**
- * A device's socket on this instance, as the fleet drives it: the LLM gateway makes one for each
- * connection that named itself, and speaks its protocol (`tool_callback`, pushed frames) for the
- * fleet, which knows nothing of frames.
+ * A device's connection on this instance, as the fleet drives it, whatever protocol the device
+ * speaks: the protocol makes one for each connection that named a device, hands it to the fleet
+ * (`LocalDevices.attach`, and `detach` when it closes), and speaks its own frames for it. Push,
+ * device tools and reminders only ever see this interface.
  */
 export interface DeviceLink {
   readonly deviceId: string;
@@ -27,6 +29,8 @@ export interface DeviceLink {
   readonly since: string;
   /** The tools it offers agents (`visibility` `agents` or `both`). */
   agentTools(): DeviceTool[];
+  /** The compiled check of one of its {@link agentTools}' arguments, when the protocol compiled it already (for the device's own model): the fleet reuses it rather than compile the tool twice. */
+  validatorOf?(toolName: string): ArgumentsValidator | undefined;
   /** Runs one of its {@link agentTools} on the device until `signal` stops the wait; rejects once the socket closes. */
   callTool(toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   /** Queues a pushed sentence (behind the turn in flight, or after cancelling it); throws `DEVICE_BUSY` when the queue is full. */

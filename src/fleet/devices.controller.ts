@@ -8,7 +8,11 @@ import { ToolCallService } from '../core/tools/tool-call.service';
 import type { DeviceEntry } from './device-entry';
 import { agentToolName } from './device-id';
 import { pushOutcomeView, receiptView } from './device-push';
-import { FleetService } from './fleet.service';
+import { isPlainObject } from '../core/plain-object';
+import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe';
+import { DevicePushes } from './device-pushes';
+import { FAN_OUT_BODY_SCHEMA, PushBody, SAY_BODY_SCHEMA, TURN_BODY_SCHEMA } from './push-request';
+import { Reachability } from './reachability';
 
 /** A device as the HTTP routes show it. */
 export interface DeviceView {
@@ -31,18 +35,6 @@ const viewOf = (entry: DeviceEntry): DeviceView => ({
   })),
 });
 
-function objectBody(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'The body must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
-function optionalBoolean(body: Record<string, unknown>, name: string): boolean | undefined {
-  const value = body[name];
-  if (value !== undefined && typeof value !== 'boolean') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `${name} must be true or false`);
-  return value;
-}
-
 /**
  * The fleet over HTTP, behind the bearer check, each caller seeing only the devices it may reach
  * (its own principal's, and those its `devices` globs grant; any other looks offline):
@@ -56,19 +48,20 @@ function optionalBoolean(body: Record<string, unknown>, name: string): boolean |
 @UseGuards(BearerAuthGuard)
 export class DevicesController {
   constructor(
-    private readonly fleet: FleetService,
+    private readonly reachability: Reachability,
+    private readonly pushes: DevicePushes,
     private readonly toolCalls: ToolCallService,
   ) {}
 
   @Get()
   list(@Req() request: AuthenticatedRequest): { devices: DeviceView[] } {
-    const devices = this.fleet.visibleDevices({ principal: request.principal }).map(viewOf);
+    const devices = this.reachability.visibleDevices({ principal: request.principal }).map(viewOf);
     return { devices: devices.sort((a, b) => a.id.localeCompare(b.id)) };
   }
 
   @Get(':id')
   one(@Param('id') id: string, @Req() request: AuthenticatedRequest): DeviceView {
-    const entry = this.fleet.visibleDevice({ principal: request.principal }, id);
+    const entry = this.reachability.visibleDevice({ principal: request.principal }, id);
     if (!entry) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
     return viewOf(entry);
   }
@@ -81,11 +74,10 @@ export class DevicesController {
    */
   @Post('say')
   @HttpCode(200)
-  async sayToEach(@Body() raw: unknown, @Req() request: AuthenticatedRequest) {
-    const body = objectBody(raw);
-    const outcomes = await this.fleet.sayToEach(
-      body.devices as unknown[],
-      { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
+  async sayToEach(@Body(new SchemaValidationPipe(FAN_OUT_BODY_SCHEMA)) body: PushBody & { devices: string[] }, @Req() request: AuthenticatedRequest) {
+    const outcomes = await this.pushes.sayToEach(
+      body.devices,
+      { text: body.text, interrupt: body.interrupt, holdS: body.hold_s },
       { principal: request.principal },
     );
     return { results: outcomes.map(pushOutcomeView) };
@@ -93,21 +85,15 @@ export class DevicesController {
 
   @Post(':id/say')
   @HttpCode(200)
-  async say(@Param('id') id: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest) {
-    const body = objectBody(raw);
-    const receipt = await this.fleet.say(
-      id,
-      { text: body.text as string, interrupt: optionalBoolean(body, 'interrupt'), holdS: body.hold_s as number | undefined },
-      { principal: request.principal },
-    );
+  async say(@Param('id') id: string, @Body(new SchemaValidationPipe(SAY_BODY_SCHEMA)) body: PushBody, @Req() request: AuthenticatedRequest) {
+    const receipt = await this.pushes.say(id, { text: body.text, interrupt: body.interrupt, holdS: body.hold_s }, { principal: request.principal });
     return receiptView(receipt);
   }
 
   @Post(':id/turns')
   @HttpCode(200)
-  async turn(@Param('id') id: string, @Body() raw: unknown, @Req() request: AuthenticatedRequest) {
-    const body = objectBody(raw);
-    const receipt = await this.fleet.startTurn(id, { text: body.text as string, holdS: body.hold_s as number | undefined }, { principal: request.principal });
+  async turn(@Param('id') id: string, @Body(new SchemaValidationPipe(TURN_BODY_SCHEMA)) body: PushBody, @Req() request: AuthenticatedRequest) {
+    const receipt = await this.pushes.startTurn(id, { text: body.text, holdS: body.hold_s }, { principal: request.principal });
     return receiptView(receipt);
   }
 
@@ -120,7 +106,7 @@ export class DevicesController {
   @Post(':id/release')
   @HttpCode(200)
   async release(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    const { held } = await this.fleet.release(id, { principal: request.principal });
+    const { held } = await this.pushes.release(id, { principal: request.principal });
     return { device: id, released: true, held_dropped: held };
   }
 
@@ -133,8 +119,10 @@ export class DevicesController {
     @Req() request: AuthenticatedRequest,
     @Res() response: Response,
   ): Promise<void> {
-    const args = raw === undefined ? {} : objectBody(raw);
-    if (!this.fleet.visibleDevice({ principal: request.principal }, id))
+    if (raw !== undefined && !isPlainObject(raw))
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, "The body must be a JSON object of the tool's arguments");
+    const args = raw ?? {};
+    if (!this.reachability.visibleDevice({ principal: request.principal }, id))
       throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
     const scope = ToolCallScope.ofRequest('http', request, response);
     const outcome = await this.toolCalls.call(scope, agentToolName(id, tool), args);

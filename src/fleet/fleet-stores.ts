@@ -1,45 +1,69 @@
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import type { GatewayConfig } from '../config/gateway-config';
 import { COMMAND_TIMEOUT_MS, connectRedis } from '../core/redis/redis-connection';
 import { MemoryDeviceDirectory, type DeviceDirectory } from './device-directory';
-import { LocalFleetBus, RedisFleetBus, type FleetBus } from './fleet-bus';
 import { MemoryHeldPushes, RedisHeldPushes, type HeldPushes } from './held-pushes';
-import { RedisChannels } from './redis-channels';
+import { RedisChannels } from './replicas/redis-channels';
+import { LocalReplicaBus, RedisReplicaBus, type ReplicaBus } from './replicas/replica-bus';
 import { RedisDeviceDirectory } from './redis-device-directory';
 
 export const FLEET_STORES = Symbol('FLEET_STORES');
 
-/** Where the fleet keeps what instances share: the directory and owners, the way to each instance, held pushes. */
-export interface FleetStores {
-  directory: DeviceDirectory;
-  bus: FleetBus;
-  held: HeldPushes;
-  close(): Promise<void>;
+/** How long shutdown waits for writes under way (held pushes being delivered) before the stores close. */
+const FINISH_WRITES_MS = 2000;
+
+/**
+ * Where the fleet keeps what instances share: the directory and owners, the way to each instance,
+ * held pushes. Opened with the directory started; at shutdown it waits for the work that writes to
+ * it ({@link track}), says goodbye in the directory, then closes.
+ */
+export class FleetStores {
+  private readonly logger = new Logger('Fleet');
+  private readonly writing = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly directory: DeviceDirectory,
+    readonly bus: ReplicaBus,
+    readonly held: HeldPushes,
+    private readonly closeConnections: () => Promise<void> = async () => undefined,
+  ) {}
+
+  /** Work that writes to the stores: shutdown lets it finish (within {@link FINISH_WRITES_MS}) before they close. */
+  track(work: Promise<unknown>): void {
+    this.writing.add(work);
+    void work.finally(() => this.writing.delete(work)).catch(() => undefined);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.race([Promise.allSettled([...this.writing]), new Promise((resolve) => setTimeout(resolve, FINISH_WRITES_MS).unref())]);
+    await this.directory.stop().catch((error: Error) => this.logger.warn(`Device directory goodbye failed: ${error.message}`));
+    await this.closeConnections();
+  }
 }
 
-/** In Redis with `REDIS_URL` (a command connection and a subscriber), in memory otherwise. */
+/** In Redis with `REDIS_URL` (a command connection and a subscriber), in memory otherwise; the directory started. */
 export async function openFleetStores({ session, fleet }: GatewayConfig): Promise<FleetStores> {
   const instanceId = randomUUID();
+  let stores: FleetStores;
   if (!session.redisUrl) {
-    return {
-      directory: new MemoryDeviceDirectory(instanceId, fleet.ownershipLapseMs),
-      bus: new LocalFleetBus(),
-      held: new MemoryHeldPushes(),
-      close: async () => undefined,
-    };
+    stores = new FleetStores(new MemoryDeviceDirectory(instanceId, fleet.ownershipLapseMs), new LocalReplicaBus(), new MemoryHeldPushes());
+  } else {
+    const prefix = session.redisKeyPrefix;
+    const [redis, subscriber] = await connectRedis(session.redisUrl, 2);
+    // A frozen Redis fails a push or a claim in time rather than holding it (the subscriber only listens).
+    redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
+    const channels = new RedisChannels(subscriber);
+    stores = new FleetStores(
+      new RedisDeviceDirectory(instanceId, redis, channels, prefix, fleet.ownershipLapseMs),
+      new RedisReplicaBus(instanceId, redis, channels, prefix),
+      new RedisHeldPushes(redis, prefix),
+      async () => {
+        await channels.close();
+        await redis.quit().catch(() => redis.disconnect());
+      },
+    );
   }
-  const prefix = session.redisKeyPrefix;
-  const [redis, subscriber] = await connectRedis(session.redisUrl, 2);
-  // A frozen Redis fails a push or a claim in time rather than holding it (the subscriber only listens).
-  redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
-  const channels = new RedisChannels(subscriber);
-  return {
-    directory: new RedisDeviceDirectory(instanceId, redis, channels, prefix, fleet.ownershipLapseMs),
-    bus: new RedisFleetBus(instanceId, redis, channels, prefix),
-    held: new RedisHeldPushes(redis, prefix),
-    close: async () => {
-      await channels.close();
-      await redis.quit().catch(() => redis.disconnect());
-    },
-  };
+  await stores.directory.start();
+  return stores;
 }

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { HealthModule } from '../health/health.module';
@@ -7,38 +7,51 @@ import { DEVICE_PUSH } from './device-push';
 import { DeviceIdentityGuard } from './device-identity.guard';
 import { DeviceToolCatalogue } from './device-tool-catalogue';
 import { DevicesController } from './devices.controller';
-import { FLEET_STORES, openFleetStores } from './fleet-stores';
-import { FleetService } from './fleet.service';
+import { FLEET_STORES, FleetStores, openFleetStores } from './fleet-stores';
+import { DevicePushes } from './device-pushes';
 import { FleetTools } from './fleet.tools';
+import { LocalDevices } from './local-devices';
+import { Reachability } from './reachability';
+import { ReplicaMessaging } from './replicas/replica-messaging';
 
 /**
- * Every device reachable: the directory of devices online (in memory, or in Redis across
- * replicas), their tools for agents, speech pushed to them, the `/devices` routes and the
- * `device_say` tool. The LLM gateway attaches its connections that named a device.
+ * Every device reachable, whatever protocol it speaks, each job in its own part:
+ * - the stores (`FleetStores`): the directory of devices online and of who owns each id, held
+ *   pushes, the way to other instances (in memory, or in Redis across replicas);
+ * - `ReplicaMessaging`: requests and notices between instances, a handler per kind;
+ * - `LocalDevices`: the device connections this instance holds (a protocol attaches a
+ *   `DeviceLink` for each);
+ * - `Reachability`: who may reach which device, and who owns each id;
+ * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
+ * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
+ * Also the `/devices` routes and the `device_say` and `release_device` tools.
  */
 @Module({
   imports: [HealthModule],
   providers: [
     { provide: FLEET_STORES, inject: [GATEWAY_CONFIG], useFactory: (config: GatewayConfig) => openFleetStores(config) },
-    FleetService,
-    { provide: DEVICE_PUSH, useExisting: FleetService },
+    ReplicaMessaging,
+    LocalDevices,
+    Reachability,
+    DevicePushes,
+    { provide: DEVICE_PUSH, useExisting: DevicePushes },
     DeviceIdentityGuard,
     DeviceToolCatalogue,
     FleetTools,
   ],
   controllers: [DevicesController],
-  exports: [FleetService, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
 })
 export class FleetModule {
-  constructor(checks: HealthChecks, indicators: HealthIndicatorService, fleet: FleetService) {
+  constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices) {
     // Ready only while the shared directory holds every device connected here: after Redis lost
     // its data, until they are registered again, agents on other instances cannot reach them.
     checks.add(
       'fleet',
       () => {
         const check = indicators.check('fleet');
-        const details = { devices: fleet.directory.size, local: fleet.localCount };
-        return fleet.directory.complete
+        const details = { devices: stores.directory.size, local: local.count };
+        return stores.directory.complete
           ? check.up(details)
           : check.down({ ...details, message: 'The device directory is being rebuilt: devices connected here are not all registered yet' });
       },

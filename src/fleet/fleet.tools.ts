@@ -4,14 +4,12 @@ import type { ToolCallContext } from '../core/tools/tool-definition';
 import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { pushOutcomeView, receiptView } from './device-push';
-import { FleetService } from './fleet.service';
+import { DevicePushes } from './device-pushes';
+import { DEVICE_SAY_SCHEMA, PushBody } from './push-request';
 
-interface SayArguments {
+interface SayArguments extends PushBody {
   device_id?: string;
   device_ids?: string[];
-  text: string;
-  interrupt?: boolean;
-  hold_s?: number;
 }
 
 /**
@@ -21,41 +19,24 @@ interface SayArguments {
  */
 @Injectable()
 export class FleetTools {
-  constructor(private readonly fleet: FleetService) {}
+  constructor(private readonly pushes: DevicePushes) {}
 
   @BuiltinTool({
     name: 'device_say',
     presentation: { title: 'Say on devices', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
     description:
       'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own. Offline devices: refused, unless hold_s keeps it for the next connection.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        device_id: { type: 'string', minLength: 1, maxLength: 62, description: 'The device, as it named itself (Device-Id)', examples: ['kitchen-speaker'] },
-        device_ids: {
-          type: 'array',
-          minItems: 1,
-          items: { type: 'string', minLength: 1, maxLength: 128 },
-          description: 'Several devices instead of device_id: ids, and globs matching the online devices you may reach',
-          examples: [['kitchen-*', 'hall-speaker']],
-        },
-        text: { type: 'string', minLength: 1, description: 'What the device says', examples: ['Dinner is ready.'] },
-        interrupt: { type: 'boolean', default: false, description: 'Cancel what the device is saying first' },
-        hold_s: { type: 'number', minimum: 0, description: 'If the device is offline, keep the sentence this many seconds for its next connection' },
-      },
-      required: ['text'],
-      additionalProperties: false,
-    },
+    inputSchema: DEVICE_SAY_SCHEMA,
   })
   async say({ device_id: deviceId, device_ids: deviceIds, text, interrupt, hold_s: holdS }: SayArguments, { principal }: ToolCallContext) {
     if ((deviceId === undefined) === (deviceIds === undefined))
       throw new ToolError('Give exactly one of device_id and device_ids', { code: 'INVALID_MESSAGE' });
     try {
       if (deviceIds) {
-        const outcomes = await this.fleet.sayToEach(deviceIds, { text, interrupt, holdS }, { principal });
+        const outcomes = await this.pushes.sayToEach(deviceIds, { text, interrupt, holdS }, { principal });
         return { results: outcomes.map(pushOutcomeView) };
       }
-      return receiptView(await this.fleet.say(deviceId!, { text, interrupt, holdS }, { principal }));
+      return receiptView(await this.pushes.say(deviceId!, { text, interrupt, holdS }, { principal }));
     } catch (error) {
       throw asToolError(error);
     }
@@ -77,7 +58,7 @@ export class FleetTools {
   })
   async release({ device_id: deviceId }: { device_id: string }, { principal }: ToolCallContext) {
     try {
-      const { held } = await this.fleet.release(deviceId, { principal });
+      const { held } = await this.pushes.release(deviceId, { principal });
       return { device: deviceId, released: true, held_dropped: held };
     } catch (error) {
       throw asToolError(error);

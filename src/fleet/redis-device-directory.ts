@@ -4,7 +4,7 @@ import { Subject } from 'rxjs';
 import { ThrottledWarning } from '../core/logging/throttled-warning';
 import type { DeviceEntry } from './device-entry';
 import { ADMISSION_MS, type DeviceDirectory, type DirectoryChange, type Disowned } from './device-directory';
-import type { RedisChannels } from './redis-channels';
+import type { RedisChannels } from './replicas/redis-channels';
 
 /** How long an instance counts as alive after it last said so, and how often it says so. */
 export const INSTANCE_TTL_MS = 10_000;

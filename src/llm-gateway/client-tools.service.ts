@@ -62,15 +62,18 @@ export class ClientToolsService {
         timeoutMs,
         handler: (args: Record<string, unknown>, context: ToolCallContext) => this.callBack(connection, toolName, args, context),
       };
+      // Compiled once: the model's view joins its connection's catalogue (unless only agents may
+      // call it), and the fleet's view for agents reuses the same check of its arguments.
       try {
-        // A tool only agents may call never joins the catalogue the model sees; its schema is checked all the same.
-        if (visibility === 'agents') this.registry.compile(spec);
-        else this.registry.register(spec, connection.id);
+        const compiled = this.registry.compile(spec);
+        if (visibility !== 'agents') this.registry.add(compiled, connection.id);
+        if (visibility !== 'model') {
+          const tool = { name: toolName, description, inputSchema: parameters as JsonSchema, visibility: visibility as ToolVisibility };
+          agentTools.set(toolName, { tool, validate: compiled.validate });
+        }
       } catch (error) {
         return failed(name, GatewayErrorCode.INVALID_TOOL_PARAMETERS, (error as Error).message);
       }
-      if (visibility !== 'model')
-        agentTools.set(toolName, { name: toolName, description, inputSchema: parameters as JsonSchema, visibility: visibility as ToolVisibility });
       return { name: toolName, status: 'registered' };
     });
   }
@@ -101,7 +104,7 @@ export class ClientToolsService {
   private countOf(connection: LlmConnection): number {
     const { agentTools } = connection.state;
     const modelTools = this.registry.list(connection.id).filter((tool) => tool.source === `client:${connection.id}`);
-    return modelTools.length + [...agentTools.values()].filter((tool) => tool.visibility === 'agents').length;
+    return modelTools.length + [...agentTools.values()].filter(({ tool }) => tool.visibility === 'agents').length;
   }
 
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */

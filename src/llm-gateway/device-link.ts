@@ -2,12 +2,13 @@ import { Injectable, Logger } from '@nestjs/common';
 import { languageOfText } from '../assistant/speech/spoken-forms';
 import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import type { ArgumentsValidator } from '../core/tools/json-schema';
 import { QueueFullError } from '../core/ws/serial-queue';
 import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
 import type { DeviceTool } from '../fleet/device-entry';
 import { deviceIdOf, deviceOwnerOf } from '../fleet/device-identity.guard';
 import type { DeviceLink, QueuedPush } from '../fleet/device-link';
-import { FleetService } from '../fleet/fleet.service';
+import { LocalDevices } from '../fleet/local-devices';
 import { ClientToolsService } from './client-tools.service';
 import type { LlmConnection } from './llm-connection';
 import { llmResponseFrame, statusFrame } from './llm-gateway.frames';
@@ -54,6 +55,10 @@ class LlmDeviceLink implements DeviceLink {
 
   agentTools(): DeviceTool[] {
     return this.connection.state.agentToolList();
+  }
+
+  validatorOf(toolName: string): ArgumentsValidator | undefined {
+    return this.connection.state.agentTools.get(toolName)?.validate;
   }
 
   /** Stopped by the caller's signal or the socket's close (one controller and two listeners: Node 20's `AbortSignal.any` costs more than the call). */
@@ -136,7 +141,7 @@ export class DeviceLinks {
   private readonly links = new WeakMap<LlmConnection, LlmDeviceLink>();
 
   constructor(
-    private readonly fleet: FleetService,
+    private readonly devices: LocalDevices,
     private readonly clientTools: ClientToolsService,
     private readonly turns: TurnStarter,
   ) {}
@@ -148,7 +153,7 @@ export class DeviceLinks {
     connection.state.deviceId = deviceId;
     const link = new LlmDeviceLink(deviceId, deviceOwnerOf(connection.request), connection, this.clientTools, this.turns);
     this.links.set(connection, link);
-    link.attached = this.fleet.attach(link).catch((error: Error) => {
+    link.attached = this.devices.attach(link).catch((error: Error) => {
       this.logger.error(`Device ${deviceId} could not join the directory: ${error.message}`);
       connection.close(CLOSE_INTERNAL_ERROR, 'Device directory unavailable');
     });
@@ -158,7 +163,7 @@ export class DeviceLinks {
     const link = this.links.get(connection);
     if (!link) return;
     void link.attached
-      .then(() => this.fleet.toolsChanged(link))
+      .then(() => this.devices.toolsChanged(link))
       .catch((error: Error) => this.logger.warn(`Device ${link.deviceId}: tools not updated in the directory: ${error.message}`));
   }
 
@@ -167,7 +172,7 @@ export class DeviceLinks {
     if (!link) return;
     this.links.delete(connection);
     void link.attached
-      .then(() => this.fleet.detach(link))
+      .then(() => this.devices.detach(link))
       .catch((error: Error) => this.logger.warn(`Device ${link.deviceId} could not leave the directory: ${error.message}`));
   }
 }

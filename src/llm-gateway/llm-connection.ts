@@ -1,5 +1,6 @@
 import { PendingReplies } from '../core/requests/pending-replies';
 import type { GatewayConnection } from '../core/ws/connection';
+import type { ArgumentsValidator } from '../core/tools/json-schema';
 import type { DeviceTool } from '../fleet/device-entry';
 import type { ToolResultFrame } from './protocol';
 import type { Turn } from './turn';
@@ -14,6 +15,12 @@ export const MAX_WAITING_REQUESTS = 8;
  * for the first answer; `tool_result`, `register_tools` and `ping` are handled at once, since a
  * waiting turn may depend on them.
  */
+/** A tool the device offers agents, with the check of its arguments compiled once for its model and for agents. */
+export interface AgentTool {
+  tool: DeviceTool;
+  validate: ArgumentsValidator;
+}
+
 /** A question waiting for the user's spoken answer. */
 export interface PendingQuestion {
   answer(words: string): void;
@@ -34,7 +41,7 @@ export class LlmConnectionState {
   // The maps are made on first use: an empty Map is 184 bytes, and most connections of a fleet
   // sit idle with none of them used.
   private callbackReplies?: PendingReplies<ToolResultFrame>;
-  private agentToolMap?: Map<string, DeviceTool>;
+  private agentToolMap?: Map<string, AgentTool>;
   private turnMap?: Map<string, Turn>;
 
   constructor(streamByDefault: boolean) {
@@ -47,7 +54,7 @@ export class LlmConnectionState {
   }
 
   /** The tools it offers agents of the fleet (`visibility` `agents` or `both`), by name. */
-  get agentTools(): Map<string, DeviceTool> {
+  get agentTools(): Map<string, AgentTool> {
     return (this.agentToolMap ??= new Map());
   }
 
@@ -58,7 +65,7 @@ export class LlmConnectionState {
 
   /** The tools it offers agents, without making the map for a device that offers none. */
   agentToolList(): DeviceTool[] {
-    return this.agentToolMap ? [...this.agentToolMap.values()] : [];
+    return this.agentToolMap ? [...this.agentToolMap.values()].map(({ tool }) => tool) : [];
   }
 }
 

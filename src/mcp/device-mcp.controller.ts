@@ -7,7 +7,7 @@ import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { agentToolName } from '../fleet/device-id';
 import { DeviceToolCatalogue } from '../fleet/device-tool-catalogue';
-import { FleetService } from '../fleet/fleet.service';
+import { Reachability } from '../fleet/reachability';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { MCP_PROTOCOL } from './mcp.constants';
@@ -26,7 +26,7 @@ import { McpService, McpToolView } from './mcp.service';
 export class DeviceMcpController {
   constructor(
     private readonly mcp: McpService,
-    private readonly fleet: FleetService,
+    private readonly reachability: Reachability,
     private readonly deviceTools: DeviceToolCatalogue,
   ) {}
 
@@ -36,7 +36,7 @@ export class DeviceMcpController {
       response.setHeader('Allow', 'POST');
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `A device's MCP endpoint is stateless: POST only, not ${request.method}`);
     }
-    const device = this.fleet.visibleDevice({ principal: request.principal }, id);
+    const device = this.reachability.visibleDevice({ principal: request.principal }, id);
     if (!device) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
     const tools = this.deviceTools.toolsOf(device);
     const view: McpToolView = {

@@ -11,8 +11,9 @@ import { MetricsListener } from './metrics-listener';
 import { MetricsOnMainPortGuard } from './metrics-on-main-port.guard';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
-import { registerScrapeTimeMetrics } from './scrape-time-metrics';
-import { FleetService } from '../fleet/fleet.service';
+import { registerScrapeTimeMetrics, ScrapeSources } from './scrape-time-metrics';
+import { FLEET_STORES, FleetStores } from '../fleet/fleet-stores';
+import { LocalDevices } from '../fleet/local-devices';
 import { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
 import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 
@@ -36,6 +37,13 @@ export class MetricsModule implements OnApplicationBootstrap {
    * Looked up once every module exists: the upstream service itself reports tool calls here, so
    * injecting it into the metrics would make a cycle.
    */
+  /** The fleet's device counts, when the app has the fleet. */
+  private fleetCounts(): ScrapeSources['fleet'] {
+    const stores = optionalProvider<FleetStores>(this.modules, FLEET_STORES);
+    const local = optionalProvider(this.modules, LocalDevices);
+    return stores && local ? { online: () => stores.directory.size, local: () => local.count } : undefined;
+  }
+
   onApplicationBootstrap(): void {
     this.modules.get(ContextCatalogueService, { strict: false }).watch(this.metrics);
     registerScrapeTimeMetrics(this.metrics.registry, {
@@ -43,7 +51,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       sessions: this.modules.get(SessionService, { strict: false }),
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),
-      fleet: optionalProvider(this.modules, FleetService),
+      fleet: this.fleetCounts(),
       modernMcp: optionalProvider(this.modules, ModernMcpEndpoint),
       redisPersistence: optionalProvider<RedisPersistenceWatch>(this.modules, REDIS_PERSISTENCE),
     });

@@ -3,7 +3,6 @@ import type { SessionService } from '../assistant/session/session.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
-import type { FleetService } from '../fleet/fleet.service';
 import type { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
 import type { RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
@@ -15,7 +14,8 @@ export interface ScrapeSources {
   sessions: SessionService;
   tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
-  fleet?: FleetService;
+  /** The fleet's devices: online in the directory (every instance), and connected here. */
+  fleet?: { online(): number; local(): number };
   modernMcp?: ModernMcpEndpoint;
   /** With `REDIS_URL` only: without Redis there is no Redis persistence to report. */
   redisPersistence?: RedisPersistenceWatch;
@@ -69,7 +69,7 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     help: 'Devices online in the fleet directory, on every instance sharing its Redis',
     registers: [registry],
     collect() {
-      this.set(sources.fleet?.directory.size ?? 0);
+      this.set(sources.fleet?.online() ?? 0);
     },
   });
   new Gauge({
@@ -77,7 +77,7 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     help: 'Devices whose socket this instance holds',
     registers: [registry],
     collect() {
-      this.set(sources.fleet?.localCount ?? 0);
+      this.set(sources.fleet?.local() ?? 0);
     },
   });
   new Gauge({

@@ -46,12 +46,14 @@ describe('ToolCallMetrics', () => {
   it('never labels with a name a client chose: unknown tools and device tools are "other"', async () => {
     metrics.observe(undefined, 'utcp', { ok: false, code: 'TOOL_NOT_FOUND', message: '', durationMs: 0 }, false);
     metrics.observe(tool('my_lamp', 'client:3f2a'), 'llm', ok, true);
+    metrics.observe(tool('kitchen-7__my_lamp', 'device:kitchen-7'), 'mcp', ok, true);
     const labels = (await series('gateway_tool_calls_total')).map((sample) => sample.labels);
     expect(labels).toEqual([
       { protocol: 'utcp', tool: 'other', source: 'unknown', outcome: 'TOOL_NOT_FOUND' },
       { protocol: 'llm', tool: 'other', source: 'client', outcome: 'ok' },
+      { protocol: 'mcp', tool: 'other', source: 'device', outcome: 'ok' },
     ]);
-    expect(await registry.metrics()).not.toMatch(/my_lamp|3f2a/);
+    expect(await registry.metrics()).not.toMatch(/my_lamp|3f2a|kitchen-7/);
   });
 
   it('counts a round trip only for a device tool whose callback went out', async () => {

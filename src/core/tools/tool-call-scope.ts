@@ -87,6 +87,17 @@ export class ToolCallScope implements InvokeOptions {
   }
 
   /**
+   * A call another instance of the gateway asked this one to run (the fleet: a device's tool,
+   * where the device's connection is): run through this instance's invoker in the caller's name,
+   * so it is audited, metered and traced where it runs too, under `protocol` (the relay's own,
+   * so the two instances' counts of the protocols clients used are not one call twice). The
+   * asking instance counted it against the token's limits already; `signal` is its withdrawal.
+   */
+  static ofRelayed(protocol: string, principal: string | undefined, signal: AbortSignal): ToolCallScope {
+    return new ToolCallScope(protocol, principal, undefined, signal, undefined, false, undefined, undefined, 'agent');
+  }
+
+  /**
    * This scope for one request that has a signal of its own (an MCP request, which the client may
    * cancel, and which the SDK aborts when its session closes): everything else stays.
    */

@@ -73,27 +73,35 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
    * already taken (by a shared tool, or by the same connection).
    */
   register(spec: ToolSpec, connectionId?: string): ToolDefinition {
-    if (this.shared.has(spec.name) || this.perConnection.get(connectionId ?? '')?.has(spec.name)) {
-      throw new ToolRegistrationError(`Tool name already exists: "${spec.name}"`);
-    }
-    const entry = this.compile(spec);
+    if (this.taken(spec.name, connectionId)) throw new ToolRegistrationError(`Tool name already exists: "${spec.name}"`);
+    return this.add(this.compile(spec), connectionId);
+  }
+
+  /** Adds a tool {@link compile}d already (one compiled once and seen two ways, as a device's tool is by its model and by agents). */
+  add(entry: CatalogueEntry, connectionId?: string): ToolDefinition {
+    if (this.taken(entry.tool.name, connectionId)) throw new ToolRegistrationError(`Tool name already exists: "${entry.tool.name}"`);
     this.entriesFor(connectionId, true)!.set(entry.tool.name, entry);
     this.changeStream.next({ type: 'added', tool: entry.tool, connectionId });
     return entry.tool;
   }
 
+  private taken(name: string, connectionId: string | undefined): boolean {
+    return this.shared.has(name) || (this.perConnection.get(connectionId ?? '')?.has(name) ?? false);
+  }
+
   /**
    * A tool checked and made ready to call, without adding it: what {@link register} adds, and
    * what a {@link CatalogueSource} serves. Throws {@link ToolRegistrationError} for a bad name, a
-   * schema that is not JSON Schema, a handler that is not a function.
+   * schema that is not JSON Schema, a handler that is not a function. `compiled` is the check of
+   * the same input schema made already (by an earlier compile, which checked the schema too).
    */
-  compile(spec: ToolSpec, nameProblem: (name: unknown) => string | undefined = toolNameProblem): CatalogueEntry {
+  compile(spec: ToolSpec, nameProblem: (name: unknown) => string | undefined = toolNameProblem, compiled?: ArgumentsValidator): CatalogueEntry {
     const problem = nameProblem(spec.name);
     if (problem) throw new ToolRegistrationError(problem);
     if (typeof spec.handler !== 'function') {
       throw new ToolRegistrationError(`Tool "${spec.name}" has no handler function`);
     }
-    const schemaProblem = this.schemas.inputSchemaProblem(spec.inputSchema);
+    const schemaProblem = compiled ? undefined : this.schemas.inputSchemaProblem(spec.inputSchema);
     if (schemaProblem) throw new ToolRegistrationError(`Tool "${spec.name}": ${schemaProblem}`);
     const outputProblem = spec.outputSchema && this.schemas.schemaProblem(spec.outputSchema);
     if (outputProblem) throw new ToolRegistrationError(`Tool "${spec.name}" output schema: ${outputProblem}`);
@@ -103,7 +111,7 @@ export class ToolRegistryService implements OnModuleDestroy, OnApplicationShutdo
 
     let validate: ArgumentsValidator;
     try {
-      validate = this.schemas.compile(spec.inputSchema);
+      validate = compiled ?? this.schemas.compile(spec.inputSchema);
     } catch (error) {
       throw new ToolRegistrationError(`Tool "${spec.name}": ${(error as Error).message}`);
     }
