@@ -1,4 +1,5 @@
 import { benchFleet } from './suites/fleet';
+import { benchGlobAbuse } from './suites/fleet-glob-abuse';
 import { benchHolding } from './suites/fleet-holding';
 import { benchIdentity } from './suites/identity';
 import { benchIdleConnections } from './suites/idle-connections';
@@ -44,6 +45,8 @@ const SUITES = {
       fanout: smoke ? { devices: 20, concurrency: 8, warmup: 4, rounds: 1 } : { devices: 10_000, concurrency: 64, warmup: 1000, rounds: 3 },
       idle: smoke ? { devices: 100, settleMs: 200 } : { devices: 100_000, settleMs: 1000 },
     }),
+  'glob-abuse': (smoke: boolean) =>
+    benchGlobAbuse(smoke ? { devices: 20, durationMs: 300, pingEveryMs: 10 } : { devices: 2000, durationMs: 5000, pingEveryMs: 10 }),
   holding: (smoke: boolean) =>
     benchHolding(smoke ? { devices: 5, pushes: 4, chars: 200, concurrency: 4 } : { devices: 200, pushes: 16, chars: 2000, concurrency: 16 }),
 };

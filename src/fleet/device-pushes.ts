@@ -3,7 +3,7 @@ import { randomUUID } from 'crypto';
 import { Subject } from 'rxjs';
 import { setImmediate } from 'timers/promises';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { globExpression } from '../core/auth/tool-pattern';
+import { globMatcher } from '../core/auth/tool-pattern';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { DrainService } from '../core/lifecycle/drain.service';
 import { isDeviceGlob } from './device-id';
@@ -23,6 +23,8 @@ const SETTLE_MS = 500;
 const MAX_GLOBS_PER_PUSH = 16;
 /** Devices a fan-out speaks to before it lets other work run. */
 const PUSHES_PER_TICK = 256;
+/** Device ids a fan-out's globs are tested against before it lets other work run (each test is at most the glob's length times the id's). */
+const GLOB_TESTS_PER_TICK = 2048;
 
 /** The messages pushes send between instances: a fan-out's devices there, a pushed turn, and "a push was just held for your device". */
 const SAY = 'say';
@@ -116,7 +118,7 @@ export class DevicePushes implements DevicePush {
    */
   async sayToEach(targets: readonly unknown[], request: SayRequest, caller: FleetCaller): Promise<PushOutcome[]> {
     this.checkRequest(request);
-    const devices = this.devicesOf(targets, caller);
+    const devices = await this.devicesOf(targets, caller);
     const batches = new Map<string, SayBatch>();
     const unreached: string[] = [];
     for (const device of devices) {
@@ -221,8 +223,14 @@ export class DevicePushes implements DevicePush {
     return { delivered: 'held', turnId };
   }
 
-  /** The devices a fan-out names, in its order, each once: an id as it is, a glob as the online devices it matches that `caller` may reach, by id. */
-  private devicesOf(targets: readonly unknown[], caller: FleetCaller): string[] {
+  /**
+   * The devices a fan-out names, in its order, each once: an id as it is, a glob as the online
+   * devices it matches that `caller` may reach, by id. The work is bounded: at most
+   * {@link MAX_GLOBS_PER_PUSH} globs, each tested once against each device the caller reaches, a
+   * test never backtracking (`globMatcher`), and other clients served every
+   * {@link GLOB_TESTS_PER_TICK} tests.
+   */
+  private async devicesOf(targets: readonly unknown[], caller: FleetCaller): Promise<string[]> {
     const { pushMaxDevices } = this.config.fleet;
     if (!Array.isArray(targets) || targets.length === 0 || targets.length > pushMaxDevices) {
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `devices must be a list of 1 to ${pushMaxDevices} device ids or globs (FLEET_PUSH_MAX_DEVICES)`);
@@ -230,6 +238,7 @@ export class DevicePushes implements DevicePush {
     const devices = new Set<string>();
     let visible: string[] | undefined;
     let globs = 0;
+    let tests = 0;
     for (const target of targets) {
       if (!isDeviceGlob(target)) devices.add(checkDeviceId(target));
       else {
@@ -239,8 +248,11 @@ export class DevicePushes implements DevicePush {
           .visibleDevices(caller)
           .map((entry) => entry.id)
           .sort();
-        const matches = globExpression([target]);
-        for (const id of visible) if (matches.test(id)) devices.add(id);
+        const matches = globMatcher([target]);
+        for (const id of visible) {
+          if (matches(id)) devices.add(id);
+          if (++tests % GLOB_TESTS_PER_TICK === 0) await setImmediate();
+        }
       }
       if (devices.size > pushMaxDevices) {
         throw new GatewayError(

@@ -314,6 +314,21 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     ]);
   });
 
+  it('matches globs made to backtrack at once, and keeps serving other clients meanwhile', async () => {
+    const longest = 'a'.repeat(62);
+    track(await device(stack, longest, OWNER, []));
+    const other = track(await stack.connect('/', auth(STRANGER)));
+    const pathological = `${'a*'.repeat(20)}b`;
+    const fanOut = post(stack, '/devices/say', OWNER, { devices: [pathological, `${'*a'.repeat(63)}*b`], text: 'Nobody.' });
+    other.send({ type: 'ping' });
+    expect(await other.next()).toMatchObject({ type: 'pong' });
+    expect(await fanOut).toEqual({ status: 200, body: { results: [] } });
+    // The same glob that matches, matches.
+    expect((await post(stack, '/devices/say', OWNER, { devices: ['a*a*a*a*a*a*a*a*a*a'], text: 'You.' })).body.results).toEqual([
+      { device: longest, delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+    ]);
+  });
+
   it('refuses a fan-out that is bad as a whole with one clear error', async () => {
     const refused = async (body: unknown, status: number, code: string) =>
       expect(await post(stack, '/devices/say', OWNER, body)).toMatchObject({ status, body: { error: { code } } });

@@ -132,6 +132,16 @@ describe('the benchmarks, in smoke mode', () => {
       expect(figure).toMatchObject({ gateway: { fanout_s: positive }, baseline: { fanout_s: positive }, ratio: { fanout_s: positive } });
   });
 
+  it("measures a healthy client's ping under fan-outs of globs made to backtrack, beside ordinary ones", () => {
+    const [abuse] = figures.filter((figure) => figure.figure === 'fleet_glob_abuse');
+    expect(abuse).toMatchObject({
+      ping_quiet: { p99_ms: positive },
+      ping_under_ordinary_fan_outs: { p99_ms: positive },
+      ping_under_pathological_fan_outs: { p99_ms: positive },
+      pathological_fan_out: { count: positive },
+    });
+  });
+
   it('measures what holding pushes for offline devices costs, in memory and in Redis', () => {
     const holding = figures.filter((figure) => figure.figure === 'fleet_holding_cost');
     expect(holding.map((figure) => figure.store).sort()).toEqual(['memory', 'redis']);
