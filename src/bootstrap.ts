@@ -7,7 +7,7 @@ import { GATEWAY_CONFIG, GatewayConfig, hasTokens, logSettingsFrom } from './con
 import { GatewayLogger } from './core/logging/gateway-logger';
 import { startupSummary } from './core/logging/startup-summary';
 import { GatewayWsAdapter } from './core/ws/gateway-ws.adapter';
-import { isLoopbackHost } from './core/http/loopback';
+import { isLoopbackHost } from './shared/loopback';
 import { limitRequestHeaders } from './core/http/request-header-deadline';
 
 export interface GatewayAppOptions {

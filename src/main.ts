@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { AppModule } from './app.module';
 import { createGatewayApp } from './bootstrap';
-import { StartupError } from './core/errors/startup-error';
+import { StartupError } from './shared/startup-error';
 
 /** The gateway as `npm start` runs it: listens on CLOUD_HOST:CLOUD_PORT and logs where everything is. */
 async function main(): Promise<void> {

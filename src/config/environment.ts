@@ -16,8 +16,8 @@ import {
   ValidateIf,
   validateSync,
 } from 'class-validator';
-import { isLoopbackHost } from '../core/http/loopback';
-import { StartupError } from '../core/errors/startup-error';
+import { isLoopbackHost } from '../shared/loopback';
+import { StartupError } from '../shared/startup-error';
 import { BooleanFromEnv, IsTimeZone, JsonObjectFromEnv, NumberFromEnv, Setting } from './setting';
 
 /** Log levels in the spec's Python spelling, plus Nest's own names. */

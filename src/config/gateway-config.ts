@@ -1,7 +1,7 @@
 import type { LogLevel } from '@nestjs/common';
 import { readFileSync } from 'fs';
 import { join, resolve } from 'path';
-import { systemTimeZone } from '../core/time/time-zone';
+import { systemTimeZone } from '../shared/time-zone';
 import { EnvironmentInput, EnvironmentVariables, InvalidConfigurationError, LogLevelName, tokensConfigured, validateEnvironment } from './environment';
 
 export { MCP_PLACEHOLDER_TOKEN } from './environment';

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { ValidateBy } from 'class-validator';
-import { isKnownTimeZone } from '../core/time/time-zone';
+import { isKnownTimeZone } from '../shared/time-zone';
 
 /**
  * The sections of the configuration reference and of `.env.example`, in their order there. A

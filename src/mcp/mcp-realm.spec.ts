@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { loadGatewayConfig } from '../config/gateway-config';
-import { StartupError } from '../core/errors/startup-error';
+import { StartupError } from '../shared/startup-error';
 import { mcpRealmTokens } from './mcp-realm';
 
 describe('mcpRealmTokens', () => {

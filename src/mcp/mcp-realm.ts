@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { randomBytes } from 'crypto';
 import { chmodSync, writeFileSync } from 'fs';
 import { GatewayConfig, MCP_PLACEHOLDER_TOKEN } from '../config/gateway-config';
-import { StartupError } from '../core/errors/startup-error';
+import { StartupError } from '../shared/startup-error';
 import { warnWhateverTheLevel } from '../core/logging/gateway-logger';
 
 /** What decides whether the MCP realm needs a token of its own. */

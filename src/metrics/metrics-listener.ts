@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
 import { limitRequestHeaders } from '../core/http/request-header-deadline';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { StartupError } from '../core/errors/startup-error';
+import { StartupError } from '../shared/startup-error';
 import { MetricsService } from './metrics.service';
 
 /**

@@ -1,5 +1,6 @@
 import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { ASSISTANT_OBSERVER } from '../assistant/assistant-observer';
 import { CORE_OBSERVER } from '../core/observability/core-observer';
 import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
@@ -24,8 +25,14 @@ import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/red
 @Global()
 @Module({
   controllers: [MetricsController],
-  providers: [MetricsService, MetricsListener, MetricsOnMainPortGuard, { provide: CORE_OBSERVER, useExisting: MetricsService }],
-  exports: [MetricsService, CORE_OBSERVER],
+  providers: [
+    MetricsService,
+    MetricsListener,
+    MetricsOnMainPortGuard,
+    { provide: CORE_OBSERVER, useExisting: MetricsService },
+    { provide: ASSISTANT_OBSERVER, useExisting: MetricsService },
+  ],
+  exports: [MetricsService, CORE_OBSERVER, ASSISTANT_OBSERVER],
 })
 export class MetricsModule implements OnApplicationBootstrap {
   constructor(

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { AssistantObserver, ModelRequestOutcome } from '../assistant/assistant-observer';
 import type { CoreObserver } from '../core/observability/core-observer';
 import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../core/context/context-source';
 import { Registry } from 'prom-client';
@@ -17,7 +18,6 @@ const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 
 export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
 
 /** How a model request ended. */
-export type ModelRequestOutcome = 'ok' | 'error' | 'timeout' | 'cancelled';
 
 /** The code an error is counted under: its gateway code, or INTERNAL_ERROR for anything unexpected. */
 const codeOf = (error: unknown): string => (error instanceof GatewayError ? error.code : 'INTERNAL_ERROR');
@@ -34,7 +34,7 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
  * the gateway's own (protocols, catalogue tools, error codes), never a client's.
  */
 @Injectable()
-export class MetricsService implements CoreObserver, ContextRequestWatcher {
+export class MetricsService implements CoreObserver, AssistantObserver, ContextRequestWatcher {
   readonly registry = new Registry();
   private readonly toolCalls = new ToolCallMetrics(this.registry);
   private readonly frames = this.counter('gateway_frames_total', 'WebSocket frames handled, by protocol and outcome (ok, error)', ['protocol', 'outcome']);

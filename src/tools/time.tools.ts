@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { zonedTime, ZonedTime } from '../core/time/clock';
-import { isKnownTimeZone } from '../core/time/time-zone';
+import { isKnownTimeZone } from '../shared/time-zone';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { ToolError } from '../core/tools/tool-error';
 

@@ -15,5 +15,7 @@ mkdirSync(copy, { recursive: true });
 for (const file of readdirSync(contract)) {
   if (file.endsWith('.ts') && !file.endsWith('.spec.ts')) copyFileSync(join(contract, file), join(copy, file));
 }
-// In the server, error-codes.ts forwards core's vocabulary; the client gets the file itself.
+// In the server, error-codes.ts and languages.ts forward core's vocabulary and the assistant's
+// languages; the client gets the files themselves.
 copyFileSync(join(server, 'core', 'errors', 'error-codes.ts'), join(copy, 'error-codes.ts'));
+copyFileSync(join(server, 'assistant', 'speech', 'languages.ts'), join(copy, 'languages.ts'));

@@ -7,7 +7,7 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { MetricsService, ModelRequestOutcome } from '../../metrics/metrics.service';
+import { ASSISTANT_OBSERVER, AssistantObserver, ModelRequestOutcome } from '../assistant-observer';
 import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
 import { stripHiddenText } from '../speech/hidden-text';
 import { endSpan, TracingService } from '../../core/tracing/tracing.service';
@@ -85,7 +85,7 @@ export class LlmService {
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Optional() private readonly metrics?: MetricsService,
+    @Optional() @Inject(ASSISTANT_OBSERVER) private readonly observer?: AssistantObserver,
     @Optional() private readonly tracing?: TracingService,
   ) {
     const { llm } = config;
@@ -240,7 +240,7 @@ export class LlmService {
       // A caller that left the conversation before the stream was read ends the model request with it.
       if (!read && !signal.aborted) abort.abort(LEFT_EARLY);
       const firstTokenAt = reply?.firstTokenAt;
-      this.metrics?.modelRequestEnded(outcome, performance.now() - started, firstTokenAt === undefined ? undefined : firstTokenAt - started);
+      this.observer?.modelRequestEnded(outcome, performance.now() - started, firstTokenAt === undefined ? undefined : firstTokenAt - started);
     }
   }
 

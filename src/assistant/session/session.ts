@@ -1,7 +1,7 @@
-import type { LanguageCode } from '../../llm-gateway/protocol';
+import type { LanguageCode } from '../speech/languages';
 
-export { LANGUAGE_CODES } from '../../llm-gateway/protocol';
-export type { LanguageCode } from '../../llm-gateway/protocol';
+export { LANGUAGE_CODES } from '../speech/languages';
+export type { LanguageCode } from '../speech/languages';
 
 /** The ten response languages of the LLM gateway spec (7.2), by the wire contract's codes. */
 export const LANGUAGES: { readonly [Code in LanguageCode]: { name: string; native: string } } = {

@@ -1,4 +1,4 @@
-import type { LanguageCode } from '../../llm-gateway/protocol';
+import type { LanguageCode } from './languages';
 import { stripHiddenText } from './hidden-text';
 import { languageOfText, toSpokenForms } from './spoken-forms';
 

@@ -1,4 +1,4 @@
-import type { LanguageCode } from '../../llm-gateway/protocol';
+import type { LanguageCode } from './languages';
 
 /** How a language says the symbols a text-to-speech engine would misread; numbers stay digits. */
 interface SpokenLanguage {

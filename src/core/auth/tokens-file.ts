@@ -1,6 +1,6 @@
 import { createHash } from 'crypto';
 import { parse } from 'yaml';
-import { StartupError } from '../errors/startup-error';
+import { StartupError } from '../../shared/startup-error';
 import { isPlainObject } from '../plain-object';
 import { GRANTABLE_PROTOCOLS, Grant } from './grant';
 import { TOOL_PATTERN, toolMatcher } from './tool-pattern';

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../config/gateway-config';
-import { isLoopbackHost } from './loopback';
+import { isLoopbackHost } from '../../shared/loopback';
 import { OriginPolicy } from './origin-policy';
 
 const policyWith = (allowedOrigins: string[] = [], allowedHosts: string[] = []) =>

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders, IncomingMessage } from 'http';
 import { AddressInfo, Server } from 'net';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { isLoopbackHost } from './loopback';
+import { isLoopbackHost } from '../../shared/loopback';
 
 /** A host name without its port and IPv6 brackets, lower case; `undefined` when unreadable. */
 function hostnameOf(host: string): string | undefined {

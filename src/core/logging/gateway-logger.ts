@@ -1,6 +1,6 @@
 import { ConsoleLogger, LogLevel } from '@nestjs/common';
 import type { GatewayConfig } from '../../config/gateway-config';
-import { StartupError } from '../errors/startup-error';
+import { StartupError } from '../../shared/startup-error';
 
 /** The longest message one log record carries: clients' words end up in log lines, and a 500 KB frame must not become one. */
 export const LOG_MESSAGE_MAX_LENGTH = 2000;

@@ -1,5 +1,5 @@
 import Redis, { RedisOptions } from 'ioredis';
-import { StartupError } from '../errors/startup-error';
+import { StartupError } from '../../shared/startup-error';
 import { redactUrl } from '../logging/redact';
 import { RedisOutageLog } from './redis-outage-log';
 

@@ -1,5 +1,5 @@
 import { zonedTime } from './clock';
-import { isKnownTimeZone } from './time-zone';
+import { isKnownTimeZone } from '../../shared/time-zone';
 
 describe('zonedTime', () => {
   const moment = new Date('2026-11-21T10:30:05.000Z');

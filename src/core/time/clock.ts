@@ -1,4 +1,4 @@
-import { systemTimeZone } from './time-zone';
+import { systemTimeZone } from '../../shared/time-zone';
 
 /** A moment as a voice assistant needs it: the wall-clock reading in one zone, and its offset. */
 export interface ZonedTime {

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'util';
 import { AppModule } from '../../app.module';
-import { StartupError } from '../../core/errors/startup-error';
+import { StartupError } from '../../shared/startup-error';
 import { GATEWAY_CONFIG, GatewayConfig, logSettingsFrom } from '../../config/gateway-config';
 import { GatewayLogger } from '../../core/logging/gateway-logger';
 import { ToolRegistryService } from '../../core/tools/tool-registry.service';

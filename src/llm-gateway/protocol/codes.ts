@@ -6,11 +6,7 @@
  */
 
 export { GATEWAY_ERROR_CODES, type GatewayErrorCode } from './error-codes.js';
-
-/** The response languages `configure {language}` accepts. */
-export const LANGUAGE_CODES = ['zh', 'en', 'ja', 'ko', 'de', 'fr', 'ru', 'pt', 'es', 'it'] as const;
-
-export type LanguageCode = (typeof LANGUAGE_CODES)[number];
+export { LANGUAGE_CODES, type LanguageCode } from './languages.js';
 
 /** What `configure` accepts for the model's settings, and how long ids and lists may be. */
 export const LIMITS = {

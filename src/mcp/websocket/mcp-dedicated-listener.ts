@@ -3,7 +3,7 @@ import { ApplicationConfig } from '@nestjs/core';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
 import { limitRequestHeaders } from '../../core/http/request-header-deadline';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
-import { StartupError } from '../../core/errors/startup-error';
+import { StartupError } from '../../shared/startup-error';
 import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
 import { MCP_PATH } from '../mcp.constants';
 
