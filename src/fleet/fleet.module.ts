@@ -43,9 +43,17 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
   exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
 })
 export class FleetModule {
-  constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices) {
-    // Ready only while the shared directory holds every device connected here: after Redis lost
-    // its data, until they are registered again, agents on other instances cannot reach them.
+  constructor(
+    checks: HealthChecks,
+    indicators: HealthIndicatorService,
+    @Inject(FLEET_STORES) stores: FleetStores,
+    local: LocalDevices,
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+  ) {
+    // With Redis, ready only while the shared directory holds every device connected here: after
+    // Redis lost its data, until they are registered again, agents on other instances cannot
+    // reach them. (In memory the directory is this instance's own, always whole.)
+    if (!config.session.redisUrl) return;
     checks.add(
       'fleet',
       () => {
