@@ -10,10 +10,11 @@ say() { printf 'test prerequisites: %s\n' "$*" >&2; }
 die() { say "$@"; exit 1; }
 
 # Chromium for the console's browser tests (CHROMIUM_PATH may name another, or
-# @sparticuz/chromium for the packaged one); cmake, clang with its sanitizer and fuzzer runtime,
-# libwebsockets and cJSON to build and test the C client; valgrind for its leak check;
+# @sparticuz/chromium for the packaged one); gcc (with its sanitizer runtimes) and clang (with its
+# sanitizer and fuzzer runtime), both of which build the C client, make and cmake (which only
+# recommends gcc and make), libwebsockets and cJSON; valgrind for the C client's leak check;
 # python3-websockets for the spec's Python client.
-packages=(cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets)
+packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets)
 case "${CHROMIUM_PATH:-}" in
   '') packages=(chromium "${packages[@]}") ;;
   @sparticuz/chromium) ;;
@@ -34,7 +35,7 @@ if command -v dpkg-query >/dev/null; then
 else
   # No Debian packages to ask about or install: look for the programs, headers, libraries and
   # module themselves (the browser tests fall back to the Chromium in @sparticuz/chromium).
-  for program in cmake clang valgrind python3; do
+  for program in gcc make cmake clang valgrind python3; do
     command -v "$program" >/dev/null || missing+=("$program")
   done
   if command -v clang >/dev/null; then
@@ -43,6 +44,10 @@ else
     links -lcjson <<<$'#include <cjson/cJSON.h>\nint main(void) { return 0; }' || missing+=("cJSON (header and library)")
     links -fsanitize=fuzzer,address,undefined <<<'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' ||
       missing+=("clang's sanitizer and libFuzzer runtime")
+  fi
+  if command -v gcc >/dev/null; then
+    gcc -x c - -o /dev/null -fsanitize=address,undefined <<<'int main(void) { return 0; }' >/dev/null 2>&1 ||
+      missing+=("gcc's sanitizer runtimes (libasan, libubsan)")
   fi
   if command -v python3 >/dev/null && ! python3 -c 'import websockets' >/dev/null 2>&1; then
     missing+=("Python's websockets module")

@@ -37,8 +37,8 @@ export class UpstreamCallers {
 
   /**
    * Runs `call` (one request to the upstream, sent with `signal`) on behalf of `caller`, and
-   * answers once what the upstream sent the caller before answering has been relayed, so the
-   * caller gets it in order. Requests relayed for the call that are still unanswered when it
+   * answers, or fails, once what the upstream sent the caller before answering has been relayed,
+   * so the caller gets it in order. Requests relayed for the call that are still unanswered when it
    * ends are withdrawn: the upstream's own cancellation of them may never arrive (its call's
    * stream is gone), and the caller must hear it before the call's answer. When `signal` stops
    * the call, they are withdrawn once the SDK has rejected it, which it does after sending the
@@ -55,6 +55,7 @@ export class UpstreamCallers {
       await entry.relays;
       return result;
     } catch (error) {
+      await entry.relays;
       const required = requiredCapabilitiesOf(error);
       if (required) caller.missingCapabilities?.(required, withoutMcpErrorPrefix((error as Error).message));
       throw error;

@@ -39,6 +39,11 @@ export class UpstreamClient extends Client {
     });
   }
 
+  /** Notifications handed over whose handlers the SDK has not run yet. */
+  private notificationsWaiting = 0;
+  /** Settles once every notification handed over so far has been handled. */
+  private notificationsHandled: Promise<void> = Promise.resolve();
+
   get modern(): boolean {
     return this.getProtocolEra() === 'modern';
   }
@@ -56,6 +61,33 @@ export class UpstreamClient extends Client {
     const own = (envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>;
     const shared = Object.fromEntries(Object.entries(own).filter(([capability]) => Boolean(declared[capability])));
     return { ...envelope, [CLIENT_CAPABILITIES_META_KEY]: shared };
+  }
+
+  /**
+   * The SDK runs a notification's handler a microtask after the notification arrives, but handles
+   * an answer at once, which ends its call and drops the call's progress handler: progress that
+   * comes with the answer (in one chunk of a stdio pipe, or from any transport handing over the
+   * messages it holds in one go) would be lost, and log messages handled after the answer. So an
+   * answer that comes while notifications wait for their handlers waits for them: whatever an
+   * upstream sends before an answer is handled before it, on every transport, and relayed to the
+   * call's caller before the answer ({@link UpstreamCallers.during}).
+   */
+  protected override _onnotification(...args: Parameters<Client['_onnotification']>): void {
+    super._onnotification(...args);
+    this.notificationsWaiting += 1;
+    // Queued after the microtask the SDK has just queued for the handler, so it runs once that one has.
+    this.notificationsHandled = new Promise((resolve) =>
+      queueMicrotask(() => {
+        this.notificationsWaiting -= 1;
+        resolve();
+      }),
+    );
+  }
+
+  protected override _onresponse(...args: Parameters<Client['_onresponse']>): void {
+    if (this.notificationsWaiting === 0) return super._onresponse(...args);
+    // Answers that wait keep their order: each waits for the notifications before it, and those before an earlier answer came first.
+    this.notificationsHandled.then(() => super._onresponse(...args)).catch((error: unknown) => this.onerror?.(error as Error));
   }
 
   /**

@@ -1,6 +1,7 @@
 import { spawn } from 'child_process';
-import { readFileSync } from 'fs';
+import { mkdtempSync, readFileSync, rmSync } from 'fs';
 import { AddressInfo, createConnection, createServer as createTcpServer } from 'net';
+import { tmpdir } from 'os';
 import { join } from 'path';
 import { createServer as createTlsServer, Server as TlsServer } from 'tls';
 import { WebSocketServer } from 'ws';
@@ -10,22 +11,41 @@ import { toolResults } from '../support/scripted-llm';
 import { SPEC_BATTERY_TOOL, SPEC_VOLUME_TOOL } from '../support/spec-clients';
 
 /**
- * The C client (clients/c, issue 15): configured and built with CMake, its ctest suite run
- * (unit tests over a fake transport, the same under ASan+UBSan, the fuzz target for 20 s),
- * then llm_device_example driven against the real gateway and the scripted model: device
- * tools, the printed answer, a resumed session, wss://, auth and failures. Missing build
- * tools fail the suite with what to install; they never skip it.
+ * The C client (clients/c, issue 15): configured and built with CMake by gcc and by clang, each
+ * in Debug and in Release (warnings are errors, and each compiler warns differently at each
+ * optimisation level), its ctest suite run in each (unit tests over a fake transport, the same
+ * under ASan+UBSan and valgrind; the fuzz target in the clang builds, which build it), then
+ * llm_device_example driven against the real gateway and the scripted model: device tools, the
+ * printed answer, a resumed session, wss://, auth and failures. Missing build tools fail the
+ * suite with what to install; they never skip it.
  */
 
 const CLIENT_DIR = join(PROJECT_ROOT, 'clients', 'c');
-const BUILD_DIR = join(CLIENT_DIR, 'build');
-const EXAMPLE = join(BUILD_DIR, 'llm_device_example');
+/** Each build's own directory, removed afterwards: the source tree is left as it was. */
+const BUILD_ROOT = mkdtempSync(join(tmpdir(), 'c-client-'));
+
+interface Build {
+  compiler: 'gcc' | 'clang';
+  type: 'Debug' | 'Release';
+  dir: string;
+  /** clang builds the libFuzzer target itself; a gcc build's fuzz_frame test would only rebuild it with clang. */
+  fuzz: boolean;
+}
+
+const BUILDS: Build[] = (['gcc', 'clang'] as const).flatMap((compiler) =>
+  (['Debug', 'Release'] as const).map((type) => ({ compiler, type, dir: join(BUILD_ROOT, `${compiler}-${type}`), fuzz: compiler === 'clang' })),
+);
+/** Two fuzz runs of 10 s, at -O0 and -O2, as long as the single 20 s run this suite had. */
+const FUZZ_SECONDS = 10;
+/** The integration tests drive Debian's default compiler's Debug build: ASan reports come with lines. */
+const EXAMPLE_BUILD = BUILDS.find((build) => build.compiler === 'gcc' && build.type === 'Debug')!;
+const EXAMPLE = join(EXAMPLE_BUILD.dir, 'llm_device_example');
 /** The same program built with ASan and UBSan, transport included. */
-const EXAMPLE_SANITIZED = join(BUILD_DIR, 'llm_device_example_sanitized');
+const EXAMPLE_SANITIZED = join(EXAMPLE_BUILD.dir, 'llm_device_example_sanitized');
 /** Sanitizer reports exit with this code, distinct from the example's own. */
 const SANITIZER_EXIT = 86;
 const TLS_DIR = join(CLIENT_DIR, 'tests', 'tls');
-const INSTALL = 'apt-get install libwebsockets-dev libcjson-dev clang cmake';
+const INSTALL = 'apt-get install gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind';
 const TOKEN = 'device-token-15';
 
 interface Run {
@@ -89,14 +109,15 @@ function lines(text: string): string[] {
 /** What the C build needs, checked first so a missing piece fails in one line. */
 async function missingPrerequisites(): Promise<string[]> {
   const missing: string[] = [];
-  if ((await run('cmake', ['--version'], 10_000)).missing) missing.push('cmake');
-  if ((await run('clang', ['--version'], 10_000)).missing) missing.push('clang');
-  const compiler = (await run('cc', ['--version'], 10_000)).missing ? 'clang' : 'cc';
+  for (const program of ['cmake', 'make', 'gcc', 'clang', 'valgrind']) {
+    if ((await run(program, ['--version'], 10_000)).missing) missing.push(program);
+  }
+  if (missing.includes('gcc')) return missing;
   for (const [header, name] of [
     ['libwebsockets.h', 'libwebsockets'],
     ['cjson/cJSON.h', 'cJSON'],
   ]) {
-    const check = await run(compiler, ['-E', '-x', 'c', '-'], 10_000, `#include <${header}>\n`);
+    const check = await run('gcc', ['-E', '-x', 'c', '-'], 10_000, `#include <${header}>\n`);
     if (check.code !== 0) missing.push(name);
   }
   return missing;
@@ -108,24 +129,40 @@ describe('C client (clients/c)', () => {
   beforeAll(async () => {
     const missing = await missingPrerequisites();
     if (missing.length > 0) throw new Error(`The C client needs ${missing.join(', ')}: ${INSTALL}`);
-    const configure = await run('cmake', ['-S', '.', '-B', 'build', '-DLLM_FUZZ_SECONDS=20'], 60_000);
-    if (configure.code !== 0) throw new Error(`cmake configure failed (${INSTALL}):\n${configure.stdout}${configure.stderr}`);
-    const build = await run('cmake', ['--build', 'build', '-j', '2'], 120_000);
-    if (build.code !== 0) throw new Error(`cmake --build failed:\n${build.stdout}${build.stderr}`);
+    // One at a time, each on both cores; every build is tried, and each failure shows its compiler's words.
+    const failures: string[] = [];
+    for (const { compiler, type, dir } of BUILDS) {
+      const options = [`-DCMAKE_C_COMPILER=${compiler}`, `-DCMAKE_BUILD_TYPE=${type}`, `-DLLM_FUZZ_SECONDS=${FUZZ_SECONDS}`];
+      const configure = await run('cmake', ['-S', '.', '-B', dir, ...options], 60_000);
+      if (configure.code !== 0) {
+        failures.push(`cmake configure (${compiler} ${type}) failed (${INSTALL}):\n${configure.stdout}${configure.stderr}`);
+        continue;
+      }
+      const build = await run('cmake', ['--build', dir, '-j', '2'], 120_000);
+      if (build.code !== 0) failures.push(`cmake --build (${compiler} ${type}) failed:\n${build.stdout}${build.stderr}`);
+    }
+    if (failures.length > 0) throw new Error(failures.join('\n\n'));
     stack = await startLlmStack({ AUTH_TOKENS: TOKEN });
-  }, 200_000);
-  afterAll(() => stack?.close());
+  }, 600_000);
+  afterAll(async () => {
+    await stack?.close();
+    rmSync(BUILD_ROOT, { recursive: true, force: true });
+  });
   beforeEach(() => stack?.llm.reset());
 
-  it('passes its ctest suite: unit tests, the sanitizer build, and the fuzz run', async () => {
-    const ctest = await run('ctest', ['--output-on-failure'], 110_000, undefined, BUILD_DIR);
-    expect(ctest.killed).toBe(false);
-    if (ctest.code !== 0) throw new Error(`ctest failed:\n${ctest.stdout}${ctest.stderr}`);
-    for (const name of ['unit', 'memory', 'unit_sanitized', 'memory_sanitized', 'fuzz_frame']) {
-      expect(ctest.stdout).toMatch(new RegExp(`Test +#\\d+: ${name} \\.+ +Passed`));
-    }
-    expect(ctest.stdout).toMatch(/100% tests passed/);
-  }, 120_000);
+  it.each(BUILDS)(
+    'passes its ctest suite built by $compiler in $type: unit tests, sanitizers, valgrind (and the fuzz run with clang)',
+    async ({ dir, fuzz }) => {
+      const ctest = await run('ctest', ['--output-on-failure', '-j', '2', ...(fuzz ? [] : ['-E', '^fuzz_frame$'])], 110_000, undefined, dir);
+      expect(ctest.killed).toBe(false);
+      if (ctest.code !== 0) throw new Error(`ctest failed:\n${ctest.stdout}${ctest.stderr}`);
+      for (const name of ['unit', 'memory', 'unit_sanitized', 'memory_sanitized', 'unit_valgrind', ...(fuzz ? ['fuzz_frame'] : [])]) {
+        expect(ctest.stdout).toMatch(new RegExp(`Test +#\\d+: ${name} \\.+ +Passed`));
+      }
+      expect(ctest.stdout).toMatch(/100% tests passed/);
+    },
+    120_000,
+  );
 
   describe('llm_device_example against the gateway', () => {
     let sessionId: string;

@@ -14,7 +14,7 @@ import { PROJECT_ROOT } from '../support/built';
  */
 
 const SCRIPT = join(PROJECT_ROOT, 'scripts', 'test-prerequisites.sh');
-const PACKAGES = ['chromium', 'cmake', 'clang', 'libclang-rt-dev', 'libwebsockets-dev', 'libcjson-dev', 'valgrind', 'python3-websockets'];
+const PACKAGES = ['chromium', 'gcc', 'make', 'cmake', 'clang', 'libclang-rt-dev', 'libwebsockets-dev', 'libcjson-dev', 'valgrind', 'python3-websockets'];
 const REDIS_START = 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save  --appendonly no';
 
 /**
@@ -42,6 +42,8 @@ FAKE_UID=0 "$@"`,
   id: `[ "$1" = -u ] && echo "$FAKE_UID"`,
   'redis-cli': `[ -f "$FAKE/redis-running" ] && echo PONG || { echo "Could not connect to Redis at 127.0.0.1:6379: Connection refused" >&2; exit 1; }`,
   'redis-server': `[ -f "$FAKE/redis-fails" ] && exit 1; : > "$FAKE/redis-running"`,
+  gcc: 'exit 0',
+  make: 'exit 0',
   cmake: 'exit 0',
   clang: 'exit 0',
   valgrind: 'exit 0',
@@ -207,7 +209,7 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
   });
 
   describe('without dpkg-query (not Debian)', () => {
-    const ELSEWHERE = ['redis-cli', 'redis-server', 'id', 'cmake', 'clang', 'valgrind', 'python3'];
+    const ELSEWHERE = ['redis-cli', 'redis-server', 'id', 'gcc', 'make', 'cmake', 'clang', 'valgrind', 'python3'];
 
     it('goes on when the programs, headers, libraries and Python module are there', () => {
       const { status, output, calls } = runOn({ doubles: ELSEWHERE });
@@ -218,6 +220,7 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
         'clang -x c - -o /dev/null -lcjson',
         'clang -x c - -o /dev/null -fsanitize=fuzzer,address,undefined',
       ]);
+      expect(of(calls, 'gcc')).toEqual(['gcc -x c - -o /dev/null -fsanitize=address,undefined']);
       expect(of(calls, 'python3')).toEqual(['python3 -c import websockets']);
     });
 

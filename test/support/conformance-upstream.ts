@@ -209,7 +209,7 @@ const TOOLS: ConformanceTool[] = [
 ];
 
 /** One session's server: the SDK's McpServer for resources, prompts and completions; tools and logging by hand. */
-function conformanceServer(): McpServer {
+export function conformanceServer(): McpServer {
   const mcp = new McpServer(
     { name: 'conformance-upstream', version: '1.0.0' },
     { capabilities: { tools: {}, logging: {}, resources: { subscribe: true }, prompts: {}, completions: {} } },

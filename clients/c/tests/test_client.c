@@ -63,17 +63,31 @@ typedef struct {
 
 static fixture_t F;
 
-static void logf_(const char *fmt, ...)
+/*
+ * One line of the event log: "push " first for a pushed event, so the tests compare pushes by
+ * their text. A line that does not fit is a failure, never a cut line compared as if whole.
+ */
+static void logf_(const llm_event_t *ev, const char *fmt, ...)
 {
     va_list ap;
+    const char *prefix = ev->origin_push ? "push " : "";
+    size_t used = strlen(prefix);
+    char *line;
+    int written;
     if (F.logged == LOG_MAX) {
         fprintf(stderr, "[%s] event log full\n", current_test);
         failures++;
         return;
     }
+    line = F.log[F.logged++];
+    memcpy(line, prefix, used + 1);
     va_start(ap, fmt);
-    vsnprintf(F.log[F.logged++], LOG_LINE, fmt, ap);
+    written = vsnprintf(line + used, LOG_LINE - used, fmt, ap);
     va_end(ap);
+    if (written < 0 || (size_t)written >= LOG_LINE - used) {
+        fprintf(stderr, "[%s] event log line over %d bytes: %s...\n", current_test, LOG_LINE - 1, line);
+        failures++;
+    }
 }
 
 static const char *or_dash(const char *s)
@@ -90,35 +104,30 @@ static void record(const llm_event_t *ev, void *user)
 {
     (void)user;
     switch (ev->type) {
-    case LLM_EVENT_READY: logf_("READY session=%s resumed=%d", ev->u.ready.session_id, ev->u.ready.resumed); break;
+    case LLM_EVENT_READY: logf_(ev, "READY session=%s resumed=%d", ev->u.ready.session_id, ev->u.ready.resumed); break;
     case LLM_EVENT_RESPONSE:
-        logf_("RESPONSE turn=%s final=%d seq=%d content=%s%s%s", ev->turn_id, ev->u.response.is_final, ev->u.response.seq,
+        logf_(ev, "RESPONSE turn=%s final=%d seq=%d content=%s%s%s", ev->turn_id, ev->u.response.is_final, ev->u.response.seq,
               ev->u.response.content, ev->u.response.reminder_id != NULL ? " reminder=" : "",
               or_empty(ev->u.response.reminder_id));
         CHECK_INT(ev->u.response.length, strlen(ev->u.response.content));
         F.timing = ev->u.response.timing;
         break;
     case LLM_EVENT_TURN_END:
-        logf_("TURN_END turn=%s cancelled=%d failed=%d", ev->turn_id, ev->u.turn_end.cancelled, ev->u.turn_end.failed);
+        logf_(ev, "TURN_END turn=%s cancelled=%d failed=%d", ev->turn_id, ev->u.turn_end.cancelled, ev->u.turn_end.failed);
         break;
     case LLM_EVENT_ERROR:
-        logf_("ERROR turn=%s code=%s message=%s details=%s", ev->turn_id, ev->u.error.code, ev->u.error.message,
+        logf_(ev, "ERROR turn=%s code=%s message=%s details=%s", ev->turn_id, ev->u.error.code, ev->u.error.message,
               or_dash(ev->u.error.details));
         break;
     case LLM_EVENT_STATUS:
-        logf_("STATUS turn=%s status=%s session=%s", ev->turn_id, ev->u.status.status, or_dash(ev->u.status.session_id));
+        logf_(ev, "STATUS turn=%s status=%s session=%s", ev->turn_id, ev->u.status.status, or_dash(ev->u.status.session_id));
         break;
     case LLM_EVENT_TOOL:
-        logf_("TOOL turn=%s name=%s device=%d success=%d", ev->turn_id, ev->u.tool.name, ev->u.tool.on_device,
+        logf_(ev, "TOOL turn=%s name=%s device=%d success=%d", ev->turn_id, ev->u.tool.name, ev->u.tool.on_device,
               ev->u.tool.success);
         break;
-    case LLM_EVENT_PONG: logf_("PONG"); break;
-    case LLM_EVENT_CLOSED: logf_("CLOSED %s", ev->u.error.code); break;
-    }
-    if (ev->origin_push && F.logged > 0) {
-        char line[LOG_LINE];
-        snprintf(line, sizeof line, "push %s", F.log[F.logged - 1]);
-        memcpy(F.log[F.logged - 1], line, sizeof line);
+    case LLM_EVENT_PONG: logf_(ev, "PONG"); break;
+    case LLM_EVENT_CLOSED: logf_(ev, "CLOSED %s", ev->u.error.code); break;
     }
     if (F.react != NULL) F.react(ev);
 }
