@@ -7,6 +7,7 @@ import type * as RateLimitModule from '../../src/core/limits/rate-limit.service'
 import type * as ToolRegistryModule from '../../src/core/tools/tool-registry.service';
 import { PROJECT_ROOT } from '../support/processes';
 import { median, round } from '../support/stats';
+import { GatewayState } from '../../src/core/state/gateway-state';
 
 /** A module of the gateway build under test (`dist/`, or `BENCH_GATEWAY_MAIN`'s), as the servers run it. */
 export function fromBuild<T>(path: string): T {
@@ -42,7 +43,7 @@ export function measureCheckCost(tokensFileText: string, token: string, iteratio
     const config = loadGatewayConfig({ AUTH_TOKENS: 'full-access-token', AUTH_TOKENS_FILE: path, CLOUD_LOG_LEVEL: 'ERROR' });
     const tokens = new AccessTokenService(config);
     const registry = new ToolRegistryService(config, undefined, tokens);
-    const limits = new RateLimitService(config, tokens);
+    const limits = new RateLimitService(config, tokens, new GatewayState(config));
     registry.register({
       name: 'calculator',
       description: 'Adds',

@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import type { GatewayConfig } from '../config/gateway-config';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../core/redis/redis-connection';
+import { GatewayState } from '../core/state/gateway-state';
+import type { SharedRedis } from '../core/state/shared-redis';
 import { MemoryDeviceDirectory, type DeviceDirectory } from './device-directory';
 import { MemoryHeldPushes, RedisHeldPushes, type HeldPushes } from './held-pushes';
 import { RedisChannels } from './replicas/redis-channels';
@@ -42,28 +44,30 @@ export class FleetStores {
   }
 }
 
-/** In Redis with `REDIS_URL` (a command connection and a subscriber), in memory otherwise; the directory started. */
-export async function openFleetStores({ session, fleet }: GatewayConfig): Promise<FleetStores> {
+/** In Redis when instances share it (a command connection and a subscriber), in memory otherwise; the directory started. */
+export async function openFleetStores(state: GatewayState, { fleet }: GatewayConfig): Promise<FleetStores> {
   const instanceId = randomUUID();
-  let stores: FleetStores;
-  if (!session.redisUrl) {
-    stores = new FleetStores(new MemoryDeviceDirectory(instanceId, fleet.ownershipLapseMs), new LocalReplicaBus(), new MemoryHeldPushes());
-  } else {
-    const prefix = session.redisKeyPrefix;
-    const [redis, subscriber] = await connectRedis(session.redisUrl, 2);
-    // A frozen Redis fails a push or a claim in time rather than holding it (the subscriber only listens).
-    redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    const channels = new RedisChannels(subscriber);
-    stores = new FleetStores(
-      new RedisDeviceDirectory(instanceId, redis, channels, prefix, fleet.ownershipLapseMs),
-      new RedisReplicaBus(instanceId, redis, channels, prefix),
-      new RedisHeldPushes(redis, prefix),
-      async () => {
-        await channels.close();
-        await redis.quit().catch(() => redis.disconnect());
-      },
-    );
-  }
+  const stores = await state.choose<Promise<FleetStores>>({
+    memory: async () => new FleetStores(new MemoryDeviceDirectory(instanceId, fleet.ownershipLapseMs), new LocalReplicaBus(), new MemoryHeldPushes()),
+    redis: (shared) => openRedisStores(instanceId, shared, fleet.ownershipLapseMs),
+  });
   await stores.directory.start();
   return stores;
+}
+
+async function openRedisStores(instanceId: string, shared: SharedRedis, lapseMs: number): Promise<FleetStores> {
+  const prefix = shared.keyPrefix;
+  const [redis, subscriber] = await shared.connect(2);
+  // A frozen Redis fails a push or a claim in time rather than holding it (the subscriber only listens).
+  redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
+  const channels = new RedisChannels(subscriber);
+  return new FleetStores(
+    new RedisDeviceDirectory(instanceId, redis, channels, prefix, lapseMs),
+    new RedisReplicaBus(instanceId, redis, channels, prefix),
+    new RedisHeldPushes(redis, prefix),
+    async () => {
+      await channels.close();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  );
 }

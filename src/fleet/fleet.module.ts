@@ -1,6 +1,7 @@
 import { Inject, Module } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { GATEWAY_CONFIG } from '../config/gateway-config';
+import { GatewayState } from '../core/state/gateway-state';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
 import { DEVICE_PUSH } from './device-push';
@@ -29,7 +30,7 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
 @Module({
   imports: [HealthModule],
   providers: [
-    { provide: FLEET_STORES, inject: [GATEWAY_CONFIG], useFactory: (config: GatewayConfig) => openFleetStores(config) },
+    { provide: FLEET_STORES, inject: [GatewayState, GATEWAY_CONFIG], useFactory: openFleetStores },
     ReplicaMessaging,
     LocalDevices,
     Reachability,
@@ -43,17 +44,11 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
   exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
 })
 export class FleetModule {
-  constructor(
-    checks: HealthChecks,
-    indicators: HealthIndicatorService,
-    @Inject(FLEET_STORES) stores: FleetStores,
-    local: LocalDevices,
-    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
-  ) {
+  constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {
     // With Redis, ready only while the shared directory holds every device connected here: after
     // Redis lost its data, until they are registered again, agents on other instances cannot
     // reach them. (In memory the directory is this instance's own, always whole.)
-    if (!config.session.redisUrl) return;
+    if (!state.shared) return;
     checks.add(
       'fleet',
       () => {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AssistantModule } from '../assistant/assistant.module';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { DrainService } from '../core/lifecycle/drain.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
@@ -16,7 +17,7 @@ import { TurnStarter } from './turn-starter';
 
 /** The voice assistant's WebSocket API (LLM gateway spec) at `/` and `/llm`. */
 @Module({
-  imports: [HealthModule, FleetModule],
+  imports: [HealthModule, FleetModule, AssistantModule],
   providers: [LlmGateway, SessionBindingService, TurnEnvironment, TurnStarter, ClientToolsService, DeviceLinks, SpeechCleaningInterceptor],
 })
 export class LlmGatewayModule {

@@ -11,6 +11,7 @@ import { McpTasks } from './tasks/mcp-tasks.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { McpService } from './mcp.service';
+import { GatewayState } from '../core/state/gateway-state';
 
 function setUp(settings: Record<string, string> = {}) {
   const config = loadGatewayConfig({ MCP_SERVER_NAME: 'test-server', ...settings });
@@ -22,7 +23,7 @@ function setUp(settings: Record<string, string> = {}) {
     source: 'module',
     handler: ({ text }) => text,
   });
-  const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config)));
+  const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config), new GatewayState(config)));
   return { registry, factory: new McpService(config, registry, toolCalls, new ContextCatalogueService(), new McpTasks(config)) };
 }
 

@@ -4,6 +4,7 @@ import { RedisSessionPresence } from '../../src/assistant/session/redis-session-
 import { RedisSessionStore } from '../../src/assistant/session/redis-session.store';
 import type { Session } from '../../src/assistant/session/session';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
+import { RedisConnections } from '../../src/core/state/shared-redis';
 
 const session = (id: string, owner = 'alice'): Session => ({
   id,
@@ -22,7 +23,7 @@ describe('RedisSessionStore, against a real Redis', () => {
 
   beforeAll(async () => {
     redis = await inspector();
-    store = await RedisSessionStore.connect(TEST_REDIS_URL, prefix, 60_000);
+    store = await RedisSessionStore.connect(new RedisConnections(TEST_REDIS_URL, prefix), 60_000);
   });
   afterAll(async () => {
     await removeKeys(redis, prefix);
@@ -72,7 +73,7 @@ describe('RedisSessionStore, against a real Redis', () => {
     }
     expect(keys.every((key) => key.includes('{ttl}'))).toBe(true);
 
-    const shortLived = await RedisSessionStore.connect(TEST_REDIS_URL, prefix, 300);
+    const shortLived = await RedisSessionStore.connect(new RedisConnections(TEST_REDIS_URL, prefix), 300);
     try {
       await shortLived.create(session('brief'));
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -167,8 +168,8 @@ describe('RedisSessionStore, against a real Redis', () => {
   });
 
   it('tells the other instances, and only them, which sessions it holds', async () => {
-    const here = await RedisSessionPresence.connect(TEST_REDIS_URL, prefix);
-    const other = await RedisSessionPresence.connect(TEST_REDIS_URL, prefix);
+    const here = await RedisSessionPresence.connect(new RedisConnections(TEST_REDIS_URL, prefix));
+    const other = await RedisSessionPresence.connect(new RedisConnections(TEST_REDIS_URL, prefix));
     try {
       const heardHere: string[] = [];
       const heardThere: string[] = [];
@@ -188,7 +189,7 @@ describe('RedisSessionStore, against a real Redis', () => {
   });
 
   it('fails to connect with a clear error naming REDIS_URL, without the password', async () => {
-    const error = await RedisSessionStore.connect('redis://:hunter2@127.0.0.1:1', prefix, 1000).catch((e: unknown) => e);
+    const error = await RedisSessionStore.connect(new RedisConnections('redis://:hunter2@127.0.0.1:1', prefix), 1000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);
     expect((error as Error).message).toBe('Cannot reach Redis at redis://:***@127.0.0.1:1 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:1');
   });

@@ -5,6 +5,7 @@ import { LlmClient, LlmStack, startLlmStack } from '../support/llm-stack';
 import { RedisServer } from '../support/redis-server';
 import { ChatRequest } from '../support/scripted-llm';
 import { until } from '../support/upstreams';
+import { RedisConnections } from '../../src/core/state/shared-redis';
 
 /** The conversation a request carried, without its system message. */
 const dialogue = (request: ChatRequest) => request.messages.slice(1).map((m) => `${m.role}:${m.content}`);
@@ -132,7 +133,7 @@ describe("RedisSessionStore at a token's session cap", () => {
 
   beforeAll(async () => {
     server = await RedisServer.start();
-    store = await RedisSessionStore.connect(server.url, 'cap:', 60_000);
+    store = await RedisSessionStore.connect(new RedisConnections(server.url, 'cap:'), 60_000);
     redis = new Redis(server.url);
   });
   afterAll(async () => {

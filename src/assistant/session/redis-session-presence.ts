@@ -1,7 +1,8 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../../core/redis/redis-connection';
+import type { SharedRedis } from '../../core/state/shared-redis';
 import type { SessionPresence } from './session-presence';
 
 /**
@@ -20,10 +21,10 @@ export class RedisSessionPresence implements SessionPresence, OnApplicationShutd
     private readonly channel: string,
   ) {}
 
-  static async connect(url: string, prefix: string): Promise<RedisSessionPresence> {
-    const [publisher, subscriber] = await connectRedis(url, 2);
+  static async connect(shared: SharedRedis): Promise<RedisSessionPresence> {
+    const [publisher, subscriber] = await shared.connect(2);
     publisher.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    const presence = new RedisSessionPresence(publisher, subscriber, `${prefix}session-attached`);
+    const presence = new RedisSessionPresence(publisher, subscriber, `${shared.keyPrefix}session-attached`);
     await presence.listen();
     return presence;
   }

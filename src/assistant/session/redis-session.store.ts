@@ -1,7 +1,8 @@
 import { OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { RedisClock } from './redis-clock';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../../core/redis/redis-connection';
+import type { SharedRedis } from '../../core/state/shared-redis';
 import { RedisProbe } from './redis-probe';
 import type { HistoryMessage, Session, SessionSettings } from './session';
 import type { SessionRef, SessionStore, SessionStoreProbe } from './session-store';
@@ -109,14 +110,14 @@ export class RedisSessionStore implements SessionStore, OnApplicationShutdown {
   }
 
   /** Connects, or fails with `RedisUnavailableError`. */
-  static async connect(url: string, prefix: string, ttlMs: number): Promise<RedisSessionStore> {
-    const [redis] = (await connectRedis(url, 1, (client) => {
+  static async connect(shared: SharedRedis, ttlMs: number): Promise<RedisSessionStore> {
+    const [redis] = (await shared.connect(1, (client) => {
       for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 4, lua });
     })) as ScriptedRedis[];
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
     const clock = new RedisClock();
     await clock.sync(redis);
-    const store = new RedisSessionStore(redis, clock, prefix, ttlMs);
+    const store = new RedisSessionStore(redis, clock, shared.keyPrefix, ttlMs);
     store.watch();
     return store;
   }

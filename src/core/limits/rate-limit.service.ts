@@ -7,6 +7,7 @@ import { MemoryRateLimiter } from './memory-rate-limiter';
 import { RateLimitedError } from './rate-limited.error';
 import type { RateDecision, RateLimiter } from './rate-limiter';
 import { RedisRateLimiter } from './redis-rate-limiter';
+import { GatewayState } from '../state/gateway-state';
 
 /**
  * The tokens file's rate limits, per named token: `turns_per_minute` (LLM-gateway turns) and
@@ -22,13 +23,18 @@ export class RateLimitService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly tokens: AccessTokenService,
+    private readonly state: GatewayState,
   ) {
     this.windowMs = config.auth.rateLimitWindowMs;
   }
 
   async onModuleInit(): Promise<void> {
-    const { redisUrl, redisKeyPrefix } = this.config.session;
-    if (redisUrl && this.config.auth.tokensFile !== undefined) this.limiter = await RedisRateLimiter.connect(redisUrl, redisKeyPrefix);
+    // Only a tokens file sets limits: without one there is nothing to count, anywhere.
+    if (this.config.auth.tokensFile === undefined) return;
+    this.limiter = await this.state.choose<Promise<RateLimiter>>({
+      memory: async () => this.limiter,
+      redis: (redis) => RedisRateLimiter.connect(redis),
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -6,6 +6,7 @@ import { AccessTokenService } from '../auth/access-token.service';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import { RateLimitService } from './rate-limit.service';
 import { RateLimitedError } from './rate-limited.error';
+import { GatewayState } from '../state/gateway-state';
 
 describe('MemoryRateLimiter', () => {
   it('lets `limit` requests through per window and per key, then says how long until the window ends', () => {
@@ -41,7 +42,7 @@ describe('RateLimitService', () => {
         mode: 0o600,
       });
       const config = loadGatewayConfig({ AUTH_TOKENS_FILE: path, AUTH_TOKENS: 'shared-secret' });
-      const limits = new RateLimitService(config, new AccessTokenService(config));
+      const limits = new RateLimitService(config, new AccessTokenService(config), new GatewayState(config));
       for (let i = 0; i < 3; i += 1) {
         expect(limits.admitToolCall('name:free')).toBeUndefined();
         expect(limits.admitTurn('token:0123456789abcdef')).toBeUndefined();

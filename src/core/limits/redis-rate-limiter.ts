@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../redis/redis-connection';
+import type { SharedRedis } from '../state/shared-redis';
 import { ThrottledWarning } from '../logging/throttled-warning';
 import { ALLOWED, RateDecision, RateLimiter } from './rate-limiter';
 
@@ -34,10 +35,10 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly prefix: string,
   ) {}
 
-  static async connect(url: string, prefix: string): Promise<RedisRateLimiter> {
-    const [client] = await connectRedis(url, 1, (redis) => redis.defineCommand('vtgRateHit', { numberOfKeys: 1, lua: HIT_SCRIPT }));
+  static async connect(shared: SharedRedis): Promise<RedisRateLimiter> {
+    const [client] = await shared.connect(1, (redis) => redis.defineCommand('vtgRateHit', { numberOfKeys: 1, lua: HIT_SCRIPT }));
     client.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    return new RedisRateLimiter(client, prefix);
+    return new RedisRateLimiter(client, shared.keyPrefix);
   }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateDecision> {

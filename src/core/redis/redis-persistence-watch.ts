@@ -1,7 +1,8 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { redactUrl } from '../logging/redact';
-import { COMMAND_TIMEOUT_MS, connectRedis } from './redis-connection';
+import type { SharedRedis } from '../state/shared-redis';
+import { COMMAND_TIMEOUT_MS } from './redis-connection';
 import { readRedisPersistence, RedisPersistence } from './redis-persistence';
 
 /** DI token of the app's {@link RedisPersistenceWatch}, when it has a Redis. */
@@ -33,12 +34,12 @@ export class RedisPersistenceWatch implements OnApplicationShutdown {
     redis.on('ready', () => void this.check());
   }
 
-  /** Connects to `url` (or fails with `RedisUnavailableError`) and reads its persistence once before it resolves. */
-  static async connect(url: string, everyMs = PERSISTENCE_CHECK_EVERY_MS): Promise<RedisPersistenceWatch> {
-    const [redis] = await connectRedis(url, 1);
+  /** Connects to the shared Redis (or fails with `RedisUnavailableError`) and reads its persistence once before it resolves. */
+  static async connect(shared: SharedRedis, everyMs = PERSISTENCE_CHECK_EVERY_MS): Promise<RedisPersistenceWatch> {
+    const [redis] = await shared.connect(1);
     // A frozen Redis must not hold a check (nor the start) for ever.
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
-    return RedisPersistenceWatch.over(redis, url, everyMs);
+    return RedisPersistenceWatch.over(redis, shared.url, everyMs);
   }
 
   /** A watch over a connection of the caller's (made by `connectRedis`), closed with the watch. */

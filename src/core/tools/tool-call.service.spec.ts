@@ -11,6 +11,7 @@ import { ToolCallOrigin, ToolCallScope } from './tool-call-scope';
 import type { ToolCallContext, ToolSpec } from './tool-definition';
 import type { ToolCallControls } from './tool-invoker';
 import { ToolRegistryService } from './tool-registry.service';
+import { GatewayState } from '../state/gateway-state';
 
 const KITCHEN = 'name:kitchen';
 
@@ -39,7 +40,7 @@ describe('ToolCallService', () => {
     const config = loadGatewayConfig({ AUTH_TOKENS_FILE: tokensFile, SERVER_TOOL_TIMEOUT: '5' });
     const tokens = new AccessTokenService(config);
     registry = new ToolRegistryService(config, undefined, tokens);
-    toolCalls = new ToolCallService(registry, new RateLimitService(config, tokens));
+    toolCalls = new ToolCallService(registry, new RateLimitService(config, tokens, new GatewayState(config)));
     seen = [];
     registry.register(tool('echo', (args, context) => (seen.push(context), args)));
     registry.register(tool('secret', () => 'not for the kitchen'));

@@ -6,6 +6,7 @@ import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../../../te
 import { bullPrefixOf, REMINDER_QUEUE, RedisReminderScheduler, RedisReminderTuning } from './redis-reminder.scheduler';
 import { newReminderId, Reminder, ReminderLimitError } from './reminder';
 import { ReminderDelivery } from './reminder-delivery';
+import { RedisConnections } from '../../core/state/shared-redis';
 
 /** Short locks, so a killed worker's job is taken over within about two seconds. */
 const TUNING: Partial<RedisReminderTuning> = { lockDurationMs: 1000, stalledIntervalMs: 500, shutdownWaitMs: 1000 };
@@ -35,7 +36,12 @@ describe('RedisReminderScheduler', () => {
 
   /** An instance of the gateway's reminders on the test's prefix, pushing through `push`. */
   async function start(push: FakeDevicePush, tuning: Partial<RedisReminderTuning> = TUNING): Promise<RedisReminderScheduler> {
-    const scheduler = await RedisReminderScheduler.connect(TEST_REDIS_URL, prefix, LIMITS, new ReminderDelivery(push, 3600, [50]).deliver, tuning);
+    const scheduler = await RedisReminderScheduler.connect(
+      new RedisConnections(TEST_REDIS_URL, prefix),
+      LIMITS,
+      new ReminderDelivery(push, 3600, [50]).deliver,
+      tuning,
+    );
     running.push(scheduler);
     return scheduler;
   }

@@ -2,7 +2,8 @@ import { Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../../core/redis/redis-connection';
+import type { SharedRedis } from '../../core/state/shared-redis';
 import { RedisOutageLog } from '../../core/redis/redis-outage-log';
 import type { DeliverReminder, Reminder, ReminderScheduler, RemindersOptions } from './reminder';
 import { ReminderLimitError } from './reminder';
@@ -133,14 +134,14 @@ export class RedisReminderScheduler implements ReminderScheduler, OnModuleDestro
 
   /** Connects (or fails with `RedisUnavailableError`) and starts this instance's worker. */
   static async connect(
-    url: string,
-    keyPrefix: string,
+    shared: SharedRedis,
     options: Pick<RemindersOptions, 'maxPerDevice' | 'maxPerPrincipal'>,
     deliver: DeliverReminder,
     tuning: Partial<RedisReminderTuning> = {},
     now: () => number = Date.now,
   ): Promise<RedisReminderScheduler> {
-    const [redis] = (await connectRedis(url, 1, (client) => {
+    const { url, keyPrefix } = shared;
+    const [redis] = (await shared.connect(1, (client) => {
       for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: keys, lua });
     })) as ScriptedRedis[];
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;

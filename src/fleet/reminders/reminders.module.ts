@@ -1,10 +1,11 @@
 import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { REDIS_PERSISTENCE, RedisPersistenceWatch } from '../../core/redis/redis-persistence-watch';
+import { GatewayState } from '../../core/state/gateway-state';
 import { DEVICE_PUSH, DevicePush } from '../device-push';
 import { MemoryReminderScheduler } from './memory-reminder.scheduler';
 import { RedisReminderScheduler } from './redis-reminder.scheduler';
-import { REMINDER_SCHEDULER, REMINDERS_OPTIONS, RemindersOptions } from './reminder';
+import { REMINDER_SCHEDULER, ReminderScheduler, REMINDERS_OPTIONS, RemindersOptions } from './reminder';
 import { ReminderDelivery } from './reminder-delivery';
 import { ReminderTools } from './reminder.tools';
 
@@ -20,20 +21,21 @@ const PROVIDERS: Provider[] = [
   { provide: REMINDERS_OPTIONS, inject: [GATEWAY_CONFIG], useFactory: remindersOptionsFrom },
   {
     provide: REMINDER_SCHEDULER,
-    inject: [GATEWAY_CONFIG, REMINDERS_OPTIONS, DEVICE_PUSH],
-    useFactory: ({ session }: GatewayConfig, options: RemindersOptions, push: DevicePush) => {
+    inject: [GatewayState, REMINDERS_OPTIONS, DEVICE_PUSH],
+    useFactory: (state: GatewayState, options: RemindersOptions, push: DevicePush) => {
       const { deliver } = new ReminderDelivery(push, options.holdS);
-      return session.redisUrl
-        ? RedisReminderScheduler.connect(session.redisUrl, session.redisKeyPrefix, options, deliver)
-        : new MemoryReminderScheduler(options, deliver);
+      return state.choose<ReminderScheduler | Promise<ReminderScheduler>>({
+        memory: () => new MemoryReminderScheduler(options, deliver),
+        redis: (redis) => RedisReminderScheduler.connect(redis, options, deliver),
+      });
     },
   },
   // Reminders and held pushes live in Redis alone: whether it keeps them across its restarts is
   // told at start (a warning when it does not) and watched (`gateway_redis_persistent`).
   {
     provide: REDIS_PERSISTENCE,
-    inject: [GATEWAY_CONFIG],
-    useFactory: ({ session }: GatewayConfig) => (session.redisUrl ? RedisPersistenceWatch.connect(session.redisUrl) : undefined),
+    inject: [GatewayState],
+    useFactory: (state: GatewayState) => state.choose({ memory: () => undefined, redis: (redis) => RedisPersistenceWatch.connect(redis) }),
   },
   ReminderTools,
 ];
