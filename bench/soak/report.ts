@@ -49,6 +49,21 @@ export function markdownTable(figures: Figure[]): string {
           yesNo(figure.closed_1009 === figure.sockets_per_wave * figure.waves && figure.peak_rss_growth_mb < 300),
         ]);
         break;
+      case 'unauthenticated_stall': {
+        const pings = (window: Figure) =>
+          `an authenticated client's ping: p50 ${window.ping_p50_ms} ms, p99 ${window.ping_p99_ms} ms, max ${window.ping_max_ms} ms, against ${figure.baseline.ping_p50_ms} / ${figure.baseline.ping_p99_ms} / ${figure.baseline.ping_max_ms} ms without them: **${signed(window.added_p99_ms)} ms** at p99; ${window.sockets_accepted} sockets accepted, ${window.added_cpu_us_per_socket} µs of gateway CPU each; peak RSS +${window.peak_rss_growth_mb} MB`;
+        const sockets = `${figure.sockets} sockets without a token from one address, a new one as soon as one is closed (${figure.window_s} s)`;
+        for (const [route, flooded] of Object.entries<Figure>(figure.flooded)) {
+          rows.push([
+            `${sockets} on \`${route}\`, each streaming an unfinished ${figure.frame_mb} MB frame`,
+            pings(flooded),
+            '≤ 5 ms added at p99',
+            yesNo(flooded.added_p99_ms <= 5),
+          ]);
+        }
+        rows.push([`${sockets} on \`${figure.silent.route}\`, sending nothing: what any client may cost`, pings(figure.silent), '', '']);
+        break;
+      }
       case 'catastrophic_pattern':
         rows.push([
           `\`${figure.pattern}\` in a device tool's schema, called with ${figure.input}, turn after turn (${figure.with_pattern.turns} turns in ${figure.window_s} s)`,

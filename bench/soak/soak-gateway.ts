@@ -83,7 +83,7 @@ class TimerCensus {
 async function main(): Promise<void> {
   const { createGatewayApp } = built<{ createGatewayApp(module: unknown): Promise<SoakedApp> }>('bootstrap.js');
   const { AppModule } = built<{ AppModule: unknown }>('app.module.js');
-  const { GatewayConnection } = built<{ GatewayConnection: { prototype: { close(code: number, reason: string): void } } }>('core/ws/connection.js');
+  const { GatewayConnection } = built<{ GatewayConnection: { prototype: { close(code: number, ...rest: unknown[]): void } } }>('core/ws/connection.js');
   const { ConnectionRegistry } = built<{ ConnectionRegistry: unknown }>('core/ws/connection-registry.js');
   const { SessionService } = built<{ SessionService: unknown }>('assistant/session/session.service.js');
   const { SESSION_STORE } = built<{ SESSION_STORE: unknown }>('assistant/session/session-store.js');
@@ -91,9 +91,10 @@ async function main(): Promise<void> {
 
   const closes: Record<string, number> = {};
   const close = GatewayConnection.prototype.close;
-  GatewayConnection.prototype.close = function (this: unknown, code: number, reason: string) {
+  // Counted on the way, every argument passed on (a close may carry how long its socket is held).
+  GatewayConnection.prototype.close = function (this: unknown, code: number, ...rest: unknown[]) {
     closes[code] = (closes[code] ?? 0) + 1;
-    return close.call(this, code, reason);
+    return close.call(this, code, ...rest);
   };
 
   const app = await createGatewayApp(AppModule);

@@ -797,7 +797,7 @@ export class EnvironmentVariables {
     group: 'connections',
     unit: 'bytes',
     about:
-      'Bytes a socket may send before it has authenticated (the auth frame is small; a JWT fits easily); past it the socket is closed with 1009. With `WS_MAX_UNAUTHENTICATED`, bounds what clients without a token can make the gateway hold.',
+      'Bytes a socket may send before it has authenticated (the auth frame is small; a JWT fits easily); past it, or at the header of a frame that would go past it, the socket is closed with 1009, then held unread for `WS_AUTH_TIMEOUT` before it is cut. With `WS_MAX_UNAUTHENTICATED`, bounds what clients without a token can make the gateway hold.',
   })
   @NumberFromEnv()
   @IsInt()
@@ -807,7 +807,8 @@ export class EnvironmentVariables {
   @Setting({
     group: 'connections',
     unit: 'seconds',
-    about: 'Seconds a socket that authenticates by message gets to send its auth frame (UTCP; the MCP envelope has `MCP_WS_AUTH_TIMEOUT`).',
+    about:
+      'Seconds a socket that authenticates by message gets to send its auth frame (UTCP; the MCP envelope has `MCP_WS_AUTH_TIMEOUT`), and at most how long a socket closed for going over `WS_UNAUTHENTICATED_MAX_BYTES` is held, unread, before it is cut.',
   })
   @NumberFromEnv()
   @IsNumber()

@@ -40,10 +40,18 @@ describe('the soak, in smoke mode', () => {
   const positive = expect.any(Number);
 
   it('prints each figure and writes the same ones, with the machine and the date', () => {
-    expect(printed.map((figure) => figure.figure)).toEqual(['churn', 'churn', 'churn', 'slow_reader', 'catastrophic_pattern', 'unauthenticated_wave']);
+    expect(printed.map((figure) => figure.figure)).toEqual([
+      'churn',
+      'churn',
+      'churn',
+      'slow_reader',
+      'catastrophic_pattern',
+      'unauthenticated_wave',
+      'unauthenticated_stall',
+    ]);
     expect(written).toMatchObject({ smoke: true, date: expect.any(String), machine: { cpus: positive, node: process.version }, figures: printed });
-    // The header, its rule, two lines a churn, one a slow reader, one the pattern, one the unauthenticated wave.
-    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 9);
+    // The header, its rule, two lines a churn, one a slow reader, one the pattern, one the unauthenticated wave, one per route flooded and one for silent sockets.
+    expect(table.split('\n').filter((line) => line.startsWith('| ')).length).toBe(2 + 9 + 4);
   });
 
   it('churns devices with calls pending and leaves nothing but resumable sessions behind, then nothing once they expire', () => {
@@ -64,6 +72,17 @@ describe('the soak, in smoke mode', () => {
   it('closes every socket without a token that streams an unfinished frame with 1009', () => {
     const wave = printed.find((figure) => figure.figure === 'unauthenticated_wave');
     expect(wave).toMatchObject({ sockets_per_wave: 4, waves: 1, closed_1009: 4, peak_rss_growth_mb: expect.any(Number), bound_bytes: 65_536 });
+  });
+
+  it("times an authenticated client's pings without sockets that go over WS_UNAUTHENTICATED_MAX_BYTES, under a flood of them on each route, and under silent ones", () => {
+    const stall = printed.find((figure) => figure.figure === 'unauthenticated_stall');
+    const flooded = { ping_p50_ms: positive, ping_p99_ms: positive, ping_max_ms: positive, sockets_accepted: positive, closed_1009: positive };
+    expect(stall).toMatchObject({
+      sockets: 4,
+      baseline: { ping_p50_ms: positive, ping_p99_ms: positive, pings: positive },
+      flooded: { '/utcp': flooded, '/mcp': flooded, '/utcp/calculator': flooded },
+      silent: { route: '/utcp', ping_p99_ms: positive, sockets_accepted: positive, closed_1009: 0 },
+    });
   });
 
   it('closes the client that stops reading with 1008, and says what memory it cost', () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'crypto';
 import type { Socket } from 'net';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { eventually } from '../support/probing';
@@ -6,6 +7,83 @@ import { TestSocket } from '../support/test-socket';
 
 const TOKEN = 'probe-token';
 const MCP_TOKEN = 'probe-mcp-token';
+const OVER_THE_BOUND = { code: 1009, reason: 'Over 65536 bytes sent before authenticating (WS_UNAUTHENTICATED_MAX_BYTES)' };
+
+/** A client frame's header (masked, with mask key 0 so the payload goes as it is) announcing `length` bytes of text. */
+function frameHeader(length: number): Buffer {
+  const header = Buffer.alloc(14);
+  header[0] = 0x81;
+  header[1] = 0x80 | 127;
+  header.writeBigUInt64BE(BigInt(length), 2);
+  return header;
+}
+
+/** A whole client text frame carrying `text`. */
+function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  return Buffer.concat([frameHeader(payload.length), payload]);
+}
+
+/** An upgrade request to `path`, raw. */
+const upgradeRequest = (port: number, path: string) =>
+  Buffer.from(
+    `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+  );
+
+/**
+ * The frames the gateway sends on a raw socket, past its upgrade response (unless `upgraded`: it
+ * has been read): text frames as strings, a close frame as its code and reason. `next()` gives
+ * undefined when none comes within `ms`.
+ */
+class ServerFrames {
+  private buffered = Buffer.alloc(0);
+  private readonly frames: (string | { code: number; reason: string })[] = [];
+  private wake?: () => void;
+
+  constructor(
+    socket: Socket,
+    private upgraded = true,
+  ) {
+    socket.on('data', (chunk: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, chunk]);
+      if (!this.upgraded) {
+        const end = this.buffered.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        expect(this.buffered.subarray(0, 12).toString()).toBe('HTTP/1.1 101');
+        this.buffered = this.buffered.subarray(end + 4);
+        this.upgraded = true;
+      }
+      while (this.buffered.length >= 2) {
+        const short = this.buffered[1] & 0x7f;
+        const start = short === 126 ? 4 : 2;
+        const length = short === 126 ? this.buffered.readUInt16BE(2) : short;
+        if (this.buffered.length < start + length) break;
+        const payload = this.buffered.subarray(start, start + length);
+        const opcode = this.buffered[0] & 0x0f;
+        this.buffered = this.buffered.subarray(start + length);
+        if (opcode === 0x8) this.frames.push({ code: payload.readUInt16BE(0), reason: payload.subarray(2).toString() });
+        else if (opcode === 0x1) this.frames.push(payload.toString());
+      }
+      this.wake?.();
+    });
+    socket.on('error', () => undefined);
+  }
+
+  async next(ms = 3000): Promise<string | { code: number; reason: string } | undefined> {
+    const deadline = Date.now() + ms;
+    while (this.frames.length === 0 && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadline - Date.now());
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    return this.frames.shift();
+  }
+}
 
 describe('Probing: what a client without a token can make the gateway hold', () => {
   describe('WebSocket routes that authenticate by message', () => {
@@ -32,6 +110,55 @@ describe('Probing: what a client without a token can make the gateway hold', () 
       expect(peak - before).toBeLessThan(40 * 1024 * 1024);
     });
 
+    it.each(['/utcp', '/mcp', '/utcp/calculator'])(
+      'closes a socket without a token on %s at the header of a frame announcing more than WS_UNAUTHENTICATED_MAX_BYTES, before its payload comes',
+      async (path) => {
+        const socket = await upgradeRaw(gateway.port, path);
+        const frames = new ServerFrames(socket);
+        socket.write(Buffer.concat([frameHeader(16 * 1024 * 1024), Buffer.alloc(1024, 0x20)]));
+        // 1 KB of the frame sent, far under the bound: only its header can have told.
+        expect(await frames.next()).toEqual(OVER_THE_BOUND);
+        socket.destroy();
+      },
+    );
+
+    it('reads such a header when it arrives a byte at a time, or in the same packet as the upgrade request', async () => {
+      const trickled = await upgradeRaw(gateway.port, '/utcp');
+      const trickledFrames = new ServerFrames(trickled);
+      for (const byte of frameHeader(100_000)) {
+        trickled.write(Buffer.from([byte]));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(await trickledFrames.next()).toEqual(OVER_THE_BOUND);
+      trickled.destroy();
+
+      const pipelined = await openTcp(gateway.port);
+      const pipelinedFrames = new ServerFrames(pipelined, false);
+      pipelined.write(Buffer.concat([upgradeRequest(gateway.port, '/utcp'), textFrame('{"type":"discover","id":"d1"}'), frameHeader(100_000)]));
+      expect(await pipelinedFrames.next()).toMatch(/"error"/);
+      expect(await pipelinedFrames.next()).toEqual(OVER_THE_BOUND);
+      pipelined.destroy();
+    });
+
+    it('walks frames pipelined with the upgrade request and its auth frame, and lifts the bound once the socket has authenticated', async () => {
+      const socket = await openTcp(gateway.port);
+      const frames = new ServerFrames(socket, false);
+      const call = (id: string, padding: number) =>
+        textFrame(JSON.stringify({ type: 'call', id, tool: 'calculator', params: { a: 1, b: 2, padding: 'x'.repeat(padding) } }));
+      socket.write(
+        Buffer.concat([
+          upgradeRequest(gateway.port, '/utcp'),
+          textFrame(JSON.stringify({ type: 'auth', token: TOKEN, id: 'a1' })),
+          call('c1', 10),
+          call('c2', 200_000),
+        ]),
+      );
+      expect(await frames.next()).toBe(JSON.stringify({ type: 'auth_ok', id: 'a1' }));
+      expect(JSON.parse(String(await frames.next()))).toMatchObject({ id: 'c1' });
+      expect(JSON.parse(String(await frames.next(10_000)))).toMatchObject({ id: 'c2' });
+      socket.destroy();
+    });
+
     it('tells a well-behaved client why it was closed (1009), and lifts the bound once it has authenticated', async () => {
       const early = await TestSocket.open(gateway.ws('/utcp'));
       early.send('x'.repeat(100_000));
@@ -46,6 +173,45 @@ describe('Probing: what a client without a token can make the gateway hold', () 
       expect(await client.next()).toEqual({ type: 'result', id: 'c2', result: 3 });
       await client.close();
     });
+  });
+
+  describe('a socket closed for going over WS_UNAUTHENTICATED_MAX_BYTES', () => {
+    const HOLD_MS = 2000;
+    let gateway: RunningGateway;
+    const serverSockets: Socket[] = [];
+
+    beforeAll(async () => {
+      gateway = await startGateway({
+        AUTH_TOKENS: TOKEN,
+        MCP_WS_AUTH_TOKEN: MCP_TOKEN,
+        WS_UNAUTHENTICATED_MAX_BYTES: 65536,
+        // UTCP's auth deadline; the envelope's (MCP_WS_AUTH_TIMEOUT) stays at 30 s.
+        WS_AUTH_TIMEOUT: HOLD_MS / 1000,
+      });
+      gateway.app.getHttpServer().on('connection', (socket: Socket) => serverSockets.push(socket));
+    });
+    afterAll(() => gateway.close());
+
+    // Cut a second after its close frame, each such socket let its client open the next one at
+    // once: 300 of them turned over all the time, and the upgrades, connections and collections
+    // they cost delayed every authenticated client. Held for WS_AUTH_TIMEOUT, a client gets no
+    // more sockets out of the gateway than one that sends nothing.
+    it.each(['/utcp', '/mcp', '/utcp/calculator'])(
+      'on %s is held, unread, for WS_AUTH_TIMEOUT however fast its client keeps writing, not cut a second after its close frame',
+      async (path) => {
+        serverSockets.length = 0;
+        const socket = await upgradeRaw(gateway.port, path);
+        const upgraded = Date.now();
+        const frames = new ServerFrames(socket);
+        const streamed = streamHugeFrame(socket, 16 * 1024 * 1024);
+        expect(await frames.next()).toEqual(OVER_THE_BOUND);
+        await streamed;
+        expect(Date.now() - upgraded).toBeGreaterThanOrEqual(HOLD_MS);
+        // The upgrade request, then at most the read that held the header and one more.
+        expect(serverSockets).toHaveLength(1);
+        expect(serverSockets[0].bytesRead).toBeLessThan(1024 + 2 * 65536);
+      },
+    );
   });
 
   describe('HTTP routes', () => {

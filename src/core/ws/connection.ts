@@ -269,12 +269,12 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
     };
   }
 
-  /** Closes with a close frame; a peer that does not finish the handshake in time is cut off. */
-  close(code: number, reason: string): void {
+  /** Closes with a close frame; a peer that does not finish the handshake within `graceMs` is cut off. */
+  close(code: number, reason: string, graceMs = CLOSE_GRACE_MS): void {
     const { readyState } = this.socket;
     if (readyState === WebSocket.CLOSED) return;
     if (readyState !== WebSocket.CLOSING) this.socket.close(code, reason);
-    const cut = setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS);
+    const cut = setTimeout(() => this.socket.terminate(), graceMs);
     cut.unref();
     this.onClose(() => clearTimeout(cut));
   }
