@@ -13,7 +13,7 @@ import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics } from './scrape-time-metrics';
 import { FleetService } from '../fleet/fleet.service';
-import { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import { Sdk2Binder } from '../mcp/revisions/2026/sdk2-binder';
 import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 
 /**
@@ -44,7 +44,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),
       fleet: optionalProvider(this.modules, FleetService),
-      modernMcp: optionalProvider(this.modules, ModernMcpEndpoint),
+      modernMcp: optionalProvider(this.modules, Sdk2Binder),
       redisPersistence: optionalProvider<RedisPersistenceWatch>(this.modules, REDIS_PERSISTENCE),
     });
   }

@@ -4,7 +4,7 @@ import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
 import type { FleetService } from '../fleet/fleet.service';
-import type { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import type { Sdk2Binder } from '../mcp/revisions/2026/sdk2-binder';
 import type { RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
 import { KNOWN_PROTOCOLS } from './metric-labels';
@@ -16,7 +16,7 @@ export interface ScrapeSources {
   tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
   fleet?: FleetService;
-  modernMcp?: ModernMcpEndpoint;
+  modernMcp?: Sdk2Binder;
   /** With `REDIS_URL` only: without Redis there is no Redis persistence to report. */
   redisPersistence?: RedisPersistenceWatch;
 }
