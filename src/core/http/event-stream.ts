@@ -57,7 +57,9 @@ function contentTypeOf(response: ServerResponse, [, second, third]: WriteHeadArg
   const headers = typeof second === 'string' ? third : second;
   if (Array.isArray(headers)) {
     // Raw headers: [name, value, name, value...] or [[name, value]...].
-    const pairs = Array.isArray(headers[0]) ? (headers as unknown[][]) : headers.flatMap((_, index) => (index % 2 === 0 ? [headers.slice(index, index + 2)] : []));
+    const pairs = Array.isArray(headers[0])
+      ? (headers as unknown[][])
+      : headers.flatMap((_, index) => (index % 2 === 0 ? [headers.slice(index, index + 2)] : []));
     const pair = pairs.find(([name]) => String(name).toLowerCase() === 'content-type');
     if (pair) return pair[1];
   } else if (headers) {

@@ -1,5 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { CallToolRequest, CallToolResult, CompleteRequest, Implementation, LoggingLevel, ServerCapabilities, Task, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolRequest,
+  CallToolResult,
+  CompleteRequest,
+  Implementation,
+  LoggingLevel,
+  ServerCapabilities,
+  Task,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { filter, map, merge, Observable } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
@@ -68,19 +77,6 @@ export interface McpRequest {
   controls?: ToolCallControls;
 }
 
-export type McpMethodName =
-  | 'tools/list'
-  | 'tools/call'
-  | 'resources/list'
-  | 'resources/templates/list'
-  | 'resources/read'
-  | 'resources/subscribe'
-  | 'resources/unsubscribe'
-  | 'prompts/list'
-  | 'prompts/get'
-  | 'completion/complete'
-  | 'logging/setLevel';
-
 type Params = Record<string, unknown> & { _meta?: Record<string, unknown> };
 
 /** One method of the table. */
@@ -95,6 +91,9 @@ export interface McpMethod {
   asksAbout?(params: Params): string;
   answer(params: Params, request: McpRequest): MaybePromise<Record<string, unknown>>;
 }
+
+/** The methods of the table, by the name MCP gives them. */
+export type McpMethodName = keyof McpMethods['table'];
 
 /** MCP tasks as the gateway serves them to every revision that has them: a long tool's `tools/call`. */
 export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
@@ -113,7 +112,7 @@ export class McpMethods {
   /** The list changes every server announces: shared tools added or removed, an upstream's resources or prompts. */
   readonly changes: Observable<'tools' | ContextListKind>;
 
-  readonly table: Readonly<Record<McpMethodName, McpMethod>> = {
+  readonly table = {
     'tools/list': { part: 'tools', answer: (_params, request) => ({ tools: this.listTools(request) }) },
     'tools/call': {
       part: 'tools',
@@ -138,7 +137,12 @@ export class McpMethods {
       asksAbout: (params) => String(params.name),
       answer: (params, request) =>
         answeredAsMcp(() =>
-          this.context.getPrompt(request.scope.principal, String(params.name), params.arguments as Record<string, string> | undefined, this.upstreamOptions(request)),
+          this.context.getPrompt(
+            request.scope.principal,
+            String(params.name),
+            params.arguments as Record<string, string> | undefined,
+            this.upstreamOptions(request),
+          ),
         ),
     },
     'completion/complete': {
@@ -153,7 +157,7 @@ export class McpMethods {
         return {};
       },
     },
-  };
+  } satisfies Record<string, McpMethod>;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,

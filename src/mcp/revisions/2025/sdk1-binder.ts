@@ -106,7 +106,11 @@ export class Sdk1Binder {
     preferProtocolVersion(server, this.config.mcp.protocolVersion);
     const session: McpSessionState = { logLevel: new LogThreshold() };
     if (servesContext) {
-      session.subscriptions = new ResourceSubscriptions(scope.principal, this.context, (uri) => void server.sendResourceUpdated({ uri }).catch(() => undefined));
+      session.subscriptions = new ResourceSubscriptions(
+        scope.principal,
+        this.context,
+        (uri) => void server.sendResourceUpdated({ uri }).catch(() => undefined),
+      );
     }
     for (const [method, entry] of Object.entries(methods.table) as [McpMethodName, (typeof methods.table)[McpMethodName]][]) {
       if (entry.part === 'context' && !servesContext) continue;
@@ -135,7 +139,14 @@ export class Sdk1Binder {
 }
 
 /** One request of a 2025 session as the table takes it: the request's signal, the session's caller and state, a task when `params.task` asks for one. */
-function requestOf(server: Server, scope: ToolCallScope, view: McpToolView | undefined, session: McpSessionState, params: Record<string, unknown>, extra: Extra): McpRequest {
+function requestOf(
+  server: Server,
+  scope: ToolCallScope,
+  view: McpToolView | undefined,
+  session: McpSessionState,
+  params: Record<string, unknown>,
+  extra: Extra,
+): McpRequest {
   const request: McpRequest = { scope: scope.withSignal(extra.signal), caller: sessionCaller(server, extra, session.logLevel), view, session };
   const asked = params.task as { ttl?: number | null } | undefined;
   const store = extra.taskStore;
