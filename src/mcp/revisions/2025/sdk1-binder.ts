@@ -27,7 +27,7 @@ import { ANONYMOUS_PRINCIPAL } from '../../../core/auth/access-token.service';
 import { ContextCatalogueService } from '../../../core/context/context-catalogue.service';
 import type { ToolCallScope } from '../../../core/tools/tool-call-scope';
 import { LogThreshold } from '../../methods/client-notifications';
-import { McpMethodName, McpMethods, McpRequest, McpSessionState, McpToolView, TASKS_CAPABILITY, TaskOffer } from '../../methods/mcp-methods';
+import { McpMethod, McpMethodName, McpMethods, McpRequest, McpSessionState, McpToolView, TASKS_CAPABILITY, TaskOffer } from '../../methods/mcp-methods';
 import { ResourceSubscriptions } from '../../methods/resource-subscriptions';
 import { McpTasks } from '../../methods/tasks/mcp-tasks.service';
 import { withReadableErrors } from '../readable-errors';
@@ -112,7 +112,7 @@ export class Sdk1Binder {
         (uri) => void server.sendResourceUpdated({ uri }).catch(() => undefined),
       );
     }
-    for (const [method, entry] of Object.entries(methods.table) as [McpMethodName, (typeof methods.table)[McpMethodName]][]) {
+    for (const [method, entry] of Object.entries(methods.table) as [McpMethodName, McpMethod][]) {
       if (entry.part === 'context' && !servesContext) continue;
       const { schema, check } = SDK1_REQUESTS[method];
       server.setRequestHandler(schema as typeof ListToolsWithAnyParams, (request, extra) => {
@@ -149,19 +149,16 @@ function requestOf(
 ): McpRequest {
   const request: McpRequest = { scope: scope.withSignal(extra.signal), caller: sessionCaller(server, extra, session.logLevel), view, session };
   const asked = params.task as { ttl?: number | null } | undefined;
-  const store = extra.taskStore;
-  if (asked && store) {
-    const progressToken = extra._meta?.progressToken;
-    const offer: TaskOffer = {
-      asked: true,
-      store,
-      ttl: asked.ttl,
-      callerOf: (taskId, stopped) => taskCaller(server, taskId, progressToken, session.logLevel, stopped),
-      answer: (task) => ({ task }),
-    };
-    request.task = offer;
-  }
-  return request;
+  if (!asked || !extra.taskStore) return request;
+  const progressToken = extra._meta?.progressToken;
+  const task: TaskOffer = {
+    asked: true,
+    store: extra.taskStore,
+    ttl: asked.ttl,
+    callerOf: (taskId, stopped) => taskCaller(server, taskId, progressToken, session.logLevel, stopped),
+    answer: (started) => ({ task: started }),
+  };
+  return { ...request, task };
 }
 
 /**

@@ -57,8 +57,9 @@ class WaitingCall {
   readonly abort = new AbortController();
   /**
    * The open questions, by key, each waiting for the client's answer in a retry. One the caller
-   * withdraws (its signal) is gone from the next round; those still open when the call ends end
-   * with their signals, which the end of the call aborts.
+   * withdraws (its signal) is gone from the next round. Those still open when the call ends are
+   * left to their callers to withdraw, as an upstream's relay does when its call ends, so the
+   * upstream hears its own words for it.
    */
   private readonly questions = new PendingReplies<Record<string, unknown>, Question>();
   private asked = 0;

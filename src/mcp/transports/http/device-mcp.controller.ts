@@ -45,7 +45,7 @@ export class DeviceMcpController {
       catalogueName: (name) => (tools.has(agentToolName(id, name)) ? agentToolName(id, name) : undefined),
     };
     const server = this.binder.createServer(ToolCallScope.ofRequest(MCP_PROTOCOL, request, response), view);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, keepAliveMs: 0 });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     response.once('close', () => void server.close().catch(() => undefined));
     await server.connect(transport);
     await transport.handleRequest(request, response, request.body);

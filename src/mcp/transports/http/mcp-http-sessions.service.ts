@@ -33,7 +33,7 @@ const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 type Rebuilt = HttpSession | 'not-found' | 'full' | 'unavailable';
 
 /**
- * MCP Streamable HTTP sessions on `/mcp`, the SDK's `StreamableHTTPServerTransport` doing the
+ * MCP Streamable HTTP sessions on `/mcp` (the 2025 revisions, bound by `Sdk1Binder`), the SDK's `StreamableHTTPServerTransport` doing the
  * protocol (POST messages, GET for the server's stream, DELETE to end). An `initialize` POST
  * without a session starts one, with an SDK server of its own; later requests carry its
  * `Mcp-Session-Id` and must come from the principal that started it. A session ends on DELETE,
@@ -47,6 +47,10 @@ type Rebuilt = HttpSession | 'not-found' | 'full' | 'unavailable';
  * it (every request checks the record, which also refreshes its expiry), or within
  * `CLOUD_SESSION_CLEANUP_INTERVAL` while it holds one of its streams open (the same check keeps
  * the record of a session with a long-lived stream from expiring).
+ *
+ * Its event streams (the GET stream, a request's response) are kept as every event stream of the
+ * gateway is (`keepEventStream`: a comment every `CLOUD_PING_INTERVAL`, a reader too far behind
+ * cut off); a response closed before it was finished cancels the requests it carried ({@link HttpSession}).
  *
  * Caps: `MCP_HTTP_MAX_SESSIONS` sessions held by this instance (503 past it, to an `initialize`
  * or to a session that would be rebuilt here), `MCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL` per token,
