@@ -5,14 +5,15 @@ import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
-import { McpHttpSessions } from './http/mcp-http-sessions.service';
-import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
+import { McpHttpSessions } from './transports/http/mcp-http-sessions.service';
+import { ModernHttpRequests } from './transports/http/modern-http-requests';
 
 /**
  * MCP Streamable HTTP at `/mcp`, so standard MCP clients and inspectors connect with a URL and a
- * bearer token: the 2026-07-28 revision's requests (`ModernMcpEndpoint`) and the 2025 revisions'
- * sessions (`McpHttpSessions`), told apart by what each request carries. Failures before it (auth, an unreadable body) are JSON-RPC error
- * bodies, by the format `McpModule` registers with `HttpErrorFormats`.
+ * bearer token: the 2026-07-28 revision's requests (`ModernHttpRequests`) and the 2025 revisions'
+ * sessions (`McpHttpSessions`), told apart by what each request carries. Failures before it
+ * (auth, an unreadable body) are JSON-RPC error bodies, by the format `McpModule` registers with
+ * `HttpErrorFormats`.
  */
 @Controller('mcp')
 @GatewayProtocol('mcp')
@@ -20,7 +21,7 @@ import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
 export class McpController {
   constructor(
     private readonly sessions: McpHttpSessions,
-    private readonly modern: ModernMcpEndpoint,
+    private readonly modern: ModernHttpRequests,
     private readonly tokens: AccessTokenService,
   ) {}
 

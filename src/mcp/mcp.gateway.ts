@@ -13,12 +13,13 @@ import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { MCP_PATH, MCP_PROTOCOL, PLAIN_MCP_SUBPROTOCOL } from './mcp.constants';
 import { toEnvelopeError } from './mcp.errors';
-import { McpService } from './mcp.service';
-import { EnvelopeSession } from './websocket/envelope-session';
-import type { McpSessionContext, McpSocketSession } from './websocket/mcp-socket-session';
-import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
-import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
-import { PlainSession } from './websocket/plain-session';
+import { McpMethods } from './methods/mcp-methods';
+import { Sdk1Binder } from './revisions/2025/sdk1-binder';
+import { Sdk2Binder } from './revisions/2026/sdk2-binder';
+import { EnvelopeSession } from './transports/envelope/envelope-session';
+import type { McpSessionContext, McpSocketSession } from './transports/websocket/mcp-socket-session';
+import { McpHeartbeatInterceptor } from './transports/websocket/mcp-heartbeat.interceptor';
+import { PlainSession } from './transports/websocket/plain-session';
 
 type McpConnection = GatewayConnection<McpSocketSession>;
 type EnvelopeConnection = GatewayConnection<EnvelopeSession>;
@@ -28,7 +29,7 @@ const plain = { subprotocol: PLAIN_MCP_SUBPROTOCOL } as const;
 
 /**
  * MCP over WebSocket at `/mcp` (and on the dedicated listener, `MCP_WS_PORT`), each connection
- * an SDK server of its own (`McpService`). A client that offers the `mcp` subprotocol speaks
+ * served in whichever revision its messages speak (`transports/websocket/socket-revisions.ts`). A client that offers the `mcp` subprotocol speaks
  * plain JSON-RPC frames and shows its token at the upgrade: every frame it sends is a JSON-RPC
  * message, whatever `type` it may carry. Any other client speaks the spec's envelope: `auth`
  * first, then `message`, `pong` and `close`. Failures are told in the connection's vocabulary
@@ -50,12 +51,13 @@ export class McpGateway implements ProtocolGatewayHooks<McpSocketSession> {
   constructor(
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     auth: MessageAuthenticator,
-    mcp: McpService,
-    modern: ModernMcpEndpoint,
+    methods: McpMethods,
+    sdk1: Sdk1Binder,
+    sdk2: Sdk2Binder,
     connections: ConnectionRegistry,
     drain: DrainService,
   ) {
-    this.context = { auth, mcp, modern, maxCallsInFlight: config.connections.maxCallsInFlight, settings: config.mcp.ws, logger: new Logger('MCP') };
+    this.context = { auth, methods, sdk1, sdk2, maxCallsInFlight: config.connections.maxCallsInFlight, settings: config.mcp.ws, logger: new Logger('MCP') };
     // Once the calls in flight are answered, sessions say goodbye (an envelope `close`) before the adapter closes their sockets.
     drain.afterDrain('mcp_websocket', async () => {
       await Promise.all(connections.list<McpSocketSession>(MCP_PROTOCOL).map((connection) => connection.state.shutdown()));

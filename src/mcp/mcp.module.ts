@@ -6,38 +6,44 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
-import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './http/mcp-http-session-store';
-import { McpHttpSessions } from './http/mcp-http-sessions.service';
-import { ModernMcpEndpoint } from './http/modern-mcp-endpoint';
-import { McpTasks } from './tasks/mcp-tasks.service';
-import { RedisMcpHttpSessionStore } from './http/redis-mcp-http-session-store';
+import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './transports/http/mcp-http-session-store';
+import { McpHttpSessions } from './transports/http/mcp-http-sessions.service';
+import { ModernHttpRequests } from './transports/http/modern-http-requests';
+import { RedisMcpHttpSessionStore } from './transports/http/redis-mcp-http-session-store';
+import { McpMethods } from './methods/mcp-methods';
+import { McpTasks } from './methods/tasks/mcp-tasks.service';
+import { Sdk1Binder } from './revisions/2025/sdk1-binder';
+import { Sdk2Binder } from './revisions/2026/sdk2-binder';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
 import { mcpRealmTokens } from './mcp-realm';
 import { MCP_PATH, MCP_PROTOCOL, MCP_REALM } from './mcp.constants';
 import { mcpHttpErrorBody } from './mcp.errors';
-import { McpService } from './mcp.service';
 import { McpController } from './mcp.controller';
-import { DeviceMcpController } from './device-mcp.controller';
+import { DeviceMcpController } from './transports/http/device-mcp.controller';
 import { FleetModule } from '../fleet/fleet.module';
 import { McpGateway } from './mcp.gateway';
-import { McpHeartbeatInterceptor } from './websocket/mcp-heartbeat.interceptor';
-import { McpDedicatedListener } from './websocket/mcp-dedicated-listener';
+import { McpHeartbeatInterceptor } from './transports/websocket/mcp-heartbeat.interceptor';
+import { McpDedicatedListener } from './transports/websocket/mcp-dedicated-listener';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
 
 /**
- * MCP at `/mcp`: the spec's envelope and plain frames over WebSocket, Streamable HTTP, and the
- * spec's dedicated WebSocket listener; each session an SDK server over the shared catalogue.
+ * MCP at `/mcp`: Streamable HTTP, plain WebSocket frames and the spec's envelope, and the spec's
+ * dedicated WebSocket listener. Every method is written once (`methods/`) and bound to each SDK
+ * generation by its revision's binder (`revisions/`); each transport picks a binder (`transports/`).
+ * See README.md beside this file.
  */
 @Module({
   imports: [HealthModule, FleetModule],
   controllers: [McpController, DeviceMcpController],
   providers: [
-    McpService,
+    McpMethods,
+    McpTasks,
+    Sdk1Binder,
+    Sdk2Binder,
     McpGateway,
     McpHttpSessions,
-    ModernMcpEndpoint,
-    McpTasks,
+    ModernHttpRequests,
     {
       provide: MCP_HTTP_SESSION_STORE,
       inject: [GATEWAY_CONFIG],

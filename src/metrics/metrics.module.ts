@@ -15,7 +15,7 @@ import { MetricsService } from './metrics.service';
 import { registerScrapeTimeMetrics, ScrapeSources } from './scrape-time-metrics';
 import { FLEET_STORES, FleetStores } from '../fleet/fleet-stores';
 import { LocalDevices } from '../fleet/local-devices';
-import { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import { Sdk2Binder } from '../mcp/revisions/2026/sdk2-binder';
 import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 
 /**
@@ -59,7 +59,7 @@ export class MetricsModule implements OnApplicationBootstrap {
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),
       fleet: this.fleetCounts(),
-      modernMcp: optionalProvider(this.modules, ModernMcpEndpoint),
+      modernMcp: optionalProvider(this.modules, Sdk2Binder),
       redisPersistence: optionalProvider<RedisPersistenceWatch>(this.modules, REDIS_PERSISTENCE),
     });
   }

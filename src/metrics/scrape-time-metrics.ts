@@ -3,7 +3,7 @@ import type { SessionService } from '../assistant/session/session.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
-import type { ModernMcpEndpoint } from '../mcp/http/modern-mcp-endpoint';
+import type { Sdk2Binder } from '../mcp/revisions/2026/sdk2-binder';
 import type { RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
 import { KNOWN_PROTOCOLS } from './metric-labels';
@@ -16,7 +16,7 @@ export interface ScrapeSources {
   upstreams?: UpstreamServersService;
   /** The fleet's devices: online in the directory (every instance), and connected here. */
   fleet?: { online(): number; local(): number };
-  modernMcp?: ModernMcpEndpoint;
+  modernMcp?: Sdk2Binder;
   /** With `REDIS_URL` only: without Redis there is no Redis persistence to report. */
   redisPersistence?: RedisPersistenceWatch;
 }

@@ -4,6 +4,7 @@ import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import type { Request, Response } from 'express';
 import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { eventStreamLimits } from '../core/http/event-stream';
 import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolOutcome } from '../core/tools/tool-definition';
@@ -45,7 +46,7 @@ export class UtcpToolController {
     const args = httpArgumentsOf(request);
 
     const scope = ToolCallScope.ofRequest('utcp', request, response);
-    const stream = streaming ? new ToolEventStream(response, this.config.connections.maxBufferedBytes) : undefined;
+    const stream = streaming ? new ToolEventStream(response, eventStreamLimits(this.config)) : undefined;
     const outcome = await this.utcp.call(scope, toolName, args, stream && ((value) => stream.result(value)));
     if (scope.signal?.aborted) return;
     if (stream?.started) {

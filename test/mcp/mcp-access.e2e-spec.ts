@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpHttpSessions } from '../../src/mcp/http/mcp-http-sessions.service';
+import { McpHttpSessions } from '../../src/mcp/transports/http/mcp-http-sessions.service';
 import { LiteMcpClient } from '../support/litemcp-client';
 import { listeningPort, startMain } from '../support/main-process';
 import { AuthFailed, EnvelopeClient } from '../support/mcp-envelope-client';

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import type { EnvironmentInput } from '../../src/config/environment';
-import { McpHttpSessions } from '../../src/mcp/http/mcp-http-sessions.service';
+import { McpHttpSessions } from '../../src/mcp/transports/http/mcp-http-sessions.service';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { bearer, initializeOn, inSession, mcpHttp, McpHttpAnswer, TOOLS_LIST } from '../support/mcp-http';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';

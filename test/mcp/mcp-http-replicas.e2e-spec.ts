@@ -1,9 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Redis from 'ioredis';
 import type { EnvironmentInput } from '../../src/config/environment';
-import { MCP_HTTP_SESSION_STORE, McpHttpSessionStore } from '../../src/mcp/http/mcp-http-session-store';
-import { McpHttpSessions } from '../../src/mcp/http/mcp-http-sessions.service';
-import { McpService } from '../../src/mcp/mcp.service';
+import { MCP_HTTP_SESSION_STORE, McpHttpSessionStore } from '../../src/mcp/transports/http/mcp-http-session-store';
+import { McpHttpSessions } from '../../src/mcp/transports/http/mcp-http-sessions.service';
+import { Sdk1Binder } from '../../src/mcp/revisions/2025/sdk1-binder';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { bearer, initializeOn, inSession, mcpHttp, reroutableTransport, TOOLS_LIST } from '../support/mcp-http';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
@@ -138,7 +138,7 @@ describe('MCP Streamable HTTP sessions on any replica sharing Redis', () => {
   it('rebuilds a session once when many requests for it reach a replica at once', async () => {
     const started = await initializeOn(a, 'alice');
     const d = await startGateway(shared);
-    const serversMade = jest.spyOn(d.app.get(McpService), 'createServer');
+    const serversMade = jest.spyOn(d.app.get(Sdk1Binder), 'createServer');
     // Redis answers within a millisecond; a slower answer lets every request arrive while the first is looked up.
     const store = d.app.get<McpHttpSessionStore>(MCP_HTTP_SESSION_STORE);
     const claim = store.claim.bind(store);

@@ -2,7 +2,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { HttpUpstream, text, UpstreamTool } from '../support/http-upstream';
-import { modernRequest } from '../support/mcp-http';
+import { modernEnvelope, modernRequest } from '../support/mcp-http';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
 import { ModernWebSocketTransport } from '../support/modern-websocket-transport';
 import { serversFile, until, upstreamIn } from '../support/upstreams';
@@ -16,8 +16,21 @@ const NAME_QUESTION = {
   requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } }, required: ['name'] },
 };
 
+/** What `ask_then_wait` saw: the names it was given, and how many of its calls were cancelled while they waited. */
+const WAITER = { answered: [] as string[], cancelled: 0 };
+
 /** Upstream tools that ask their caller things while they run, as a 2025 server does: by a request of their own. */
 const ASKING_TOOLS: UpstreamTool[] = [
+  {
+    tool: { name: 'ask_then_wait', description: 'Asks the name, then works until it is cancelled', inputSchema: objectSchema },
+    run: async (_args, _meta, extra) => {
+      const answer = await extra!.sendRequest({ method: 'elicitation/create', params: NAME_QUESTION }, ElicitResultSchema);
+      WAITER.answered.push(String(answer.content?.name));
+      await new Promise((resolve) => extra!.signal.addEventListener('abort', resolve, { once: true }));
+      WAITER.cancelled += 1;
+      return text('cancelled');
+    },
+  },
   {
     tool: { name: 'ask_name', description: "Asks the user's name", inputSchema: objectSchema },
     run: async (_args, _meta, extra) => {
@@ -338,6 +351,43 @@ describe('Questions to 2026-07-28 clients: input_required and the retry', () => 
         'the task to complete',
       );
       expect(task.result).toMatchObject({ content: [{ type: 'text', text: 'Hello Kim' }] });
+    });
+
+    it('ends the call in the instance it waits in when the client of a round served for it from another instance goes away', async () => {
+      const [a, b] = replicas;
+      const first = await callOn(a, 'asking.ask_then_wait');
+      expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicitation-1': { method: 'elicitation/create' } } });
+      const leaving = new AbortController();
+      const retry = fetch(b.http('/mcp'), {
+        method: 'POST',
+        signal: leaving.signal,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${TOKEN}`,
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'asking.ask_then_wait',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            name: 'asking.ask_then_wait',
+            arguments: {},
+            requestState: first.result!.requestState,
+            inputResponses: NAMED,
+            _meta: modernEnvelope({ elicitation: {} }),
+          },
+        }),
+      }).catch(() => undefined);
+      await until(() => WAITER.answered.includes('Lin'), 10_000, 'the answer relayed to the upstream');
+      const cancelledBefore = WAITER.cancelled;
+      leaving.abort();
+      await retry;
+      // The call's own limit (10 s) would end it too, later: the client's going away ends it now.
+      await until(() => WAITER.cancelled > cancelledBefore, 5_000, "the upstream's call cancelled");
     });
 
     it('refuses a retry whose instance is gone, with the reason', async () => {

@@ -48,7 +48,7 @@ class RawModernSocket {
 
 /**
  * A 2026-07-28 client over a plain WebSocket is served by one server of its own for the
- * connection's life (`ModernMcpEndpoint.serveConnection`); what the HTTP handler checks on every
+ * connection's life (`Sdk2Binder.serveConnection`); what the HTTP handler checks on every
  * request, and what a connection bounds, holds for every message of it too.
  */
 describe('MCP 2026-07-28 over a WebSocket: one server per connection, every message checked', () => {

@@ -4,7 +4,7 @@ import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/webso
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
-import { McpHttpSessions } from '../../src/mcp/http/mcp-http-sessions.service';
+import { McpHttpSessions } from '../../src/mcp/transports/http/mcp-http-sessions.service';
 import { ConnectionRegistry } from '../../src/core/ws/connection-registry';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { provideGlobalWebSocket } from '../support/sdk-websocket';

@@ -12,7 +12,7 @@ const GATEWAY_TOKEN = 'gateway-token-of-the-socket-relay-tests';
 const UPSTREAM_TOKEN = 'upstream-token-of-the-socket-relay-tests';
 /**
  * An upstream tool talks to its caller while it runs; over a WebSocket its plain `tools/call`
- * must not take the sessions' fast path (`DirectToolCalls`), which has no caller to give it, but
+ * must not take the sessions' fast path (`DirectBinder`), which has no caller to give it, but
  * reach the SDK server that relays its questions and log messages, in either revision.
  */
 describe("An upstream's questions and log messages over the MCP WebSocket, plain calls included", () => {

@@ -4,6 +4,7 @@ import { MetricsService } from '../../src/metrics/metrics.service';
 import { ToolRegistryService } from '../../src/core/tools/tool-registry.service';
 import { IncomingMessage, request } from 'http';
 import { LlmStack, startLlmStack } from '../support/llm-stack';
+import { bearer, inSession, initializeOn, modernEnvelope } from '../support/mcp-http';
 import { eventually } from '../support/probing';
 import { TestSocket } from '../support/test-socket';
 
@@ -90,6 +91,76 @@ describe('probing: slow readers on every protocol', () => {
     expect(sent).toBeLessThan(60_000);
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
     reader.socket.terminate();
+  });
+
+  /** A tool that tells its caller its progress in 10 KB messages, as fast as it can, until its call is stopped. */
+  function firehoseOfProgress(name: string) {
+    const seen = { pieces: 0, stopped: false };
+    stack.gateway.app.get(ToolRegistryService).register({
+      name,
+      description: 'Tells its progress in 10 KB messages as fast as it can',
+      source: 'module',
+      inputSchema: { type: 'object' },
+      // Only its client may stop it, not its time limit.
+      timeoutMs: 120_000,
+      handler: async (_args, { caller, signal }) => {
+        const message = 'x'.repeat(10_000);
+        try {
+          while (!signal.aborted) {
+            seen.pieces += 1;
+            await caller?.progress?.({ progress: seen.pieces, message });
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          return 'stopped';
+        } finally {
+          seen.stopped = true;
+        }
+      },
+    });
+    return seen;
+  }
+
+  /** A POST to `/mcp` whose response the client does not read once its head has come. */
+  async function postAndStopReading(headers: Record<string, string>, body: unknown): Promise<IncomingMessage> {
+    const call = request(stack.gateway.http('/mcp'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...bearer(MCP_TOKEN), ...headers },
+    });
+    call.on('error', () => undefined);
+    call.end(JSON.stringify(body));
+    const response = await new Promise<IncomingMessage>((resolve) => call.once('response', resolve));
+    response.on('error', () => undefined);
+    response.pause();
+    expect(response.headers['content-type']).toMatch(/^text\/event-stream/);
+    return response;
+  }
+
+  it.each([
+    [
+      'a 2025 session',
+      async () => {
+        const { sessionId } = await initializeOn(stack.gateway, MCP_TOKEN);
+        return { headers: inSession(sessionId!), meta: { progressToken: 'p' } };
+      },
+    ],
+    [
+      '2026-07-28',
+      async () => ({
+        headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'probe.mcp_firehose_2026' },
+        meta: { ...modernEnvelope(), progressToken: 'p' },
+      }),
+    ],
+  ])('MCP Streamable HTTP, %s: a response stream whose client stops reading is cut off at the bound, and its call stopped', async (revision, open) => {
+    const name = revision === '2026-07-28' ? 'probe.mcp_firehose_2026' : 'probe.mcp_firehose_2025';
+    const seen = firehoseOfProgress(name);
+    const { headers, meta } = await open();
+    const before = process.memoryUsage().rss;
+    const response = await postAndStopReading(headers, { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name, arguments: {}, _meta: meta } });
+    await eventually(() => seen.stopped, 'the call of the client that stopped reading stopped', 10_000);
+    // The bound, and what the kernel's socket buffers took before it: a few megabytes, not all the tool said.
+    expect(seen.pieces * 10_000).toBeLessThan(32 * 1024 * 1024);
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    response.destroy();
   });
 
   it('UTCP over HTTP: an event stream whose client stops reading is cut off at the bound, and its call stopped', async () => {

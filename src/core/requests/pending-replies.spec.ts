@@ -62,6 +62,20 @@ describe('PendingReplies: one way to wait for an answer', () => {
     expect(replies.size).toBe(0);
   });
 
+  it('lists the requests waiting, with their tags, in the order they were made', async () => {
+    const replies = new PendingReplies<string, string>();
+    const first = replies.request(() => undefined, { id: 'a', tag: 'kitchen' });
+    const second = replies.request(() => undefined, { id: 'b', tag: 'hall' });
+    expect([...replies.entries()]).toEqual([
+      ['a', 'kitchen'],
+      ['b', 'hall'],
+    ]);
+    replies.settle('a', 'done');
+    replies.settle('b', 'done');
+    await Promise.all([first, second]);
+    expect([...replies.entries()]).toEqual([]);
+  });
+
   it('leaves no abort listener behind on a signal many requests share', async () => {
     const replies = new PendingReplies<number>();
     const shared = new AbortController();

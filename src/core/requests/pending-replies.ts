@@ -109,6 +109,11 @@ export class PendingReplies<Reply, Tag = undefined> {
     return this.waiting.has(id);
   }
 
+  /** The requests waiting now, by id, with what each is about, in the order they were made. */
+  *entries(): IterableIterator<[string, Tag | undefined]> {
+    for (const waiter of this.waiting.values()) yield [waiter.id, waiter.tag];
+  }
+
   /** What the request `id` is about, while it waits. */
   tagOf(id: string): Tag | undefined {
     return this.waiting.get(id)?.tag;
