@@ -41,3 +41,16 @@ describe('the layers', () => {
     expect(outside).toEqual([]);
   });
 });
+
+/** Where memory or Redis may be decided, and a Redis connection opened: the state module (and the settings, and the startup summary that tells it). */
+const DECIDES_STATE = ['config/', 'core/state/', 'core/redis/redis-connection.ts', 'core/logging/startup-summary.ts'];
+
+describe('where state lives', () => {
+  it('is decided by the state module alone: no other file reads REDIS_URL or opens a Redis connection', () => {
+    const deciding = filesUnder(SRC)
+      .map((file) => relative(SRC, file))
+      .filter((file) => !DECIDES_STATE.some((allowed) => file.startsWith(allowed)))
+      .filter((file) => /\bredisUrl\b|\bconnectRedis\(/.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(deciding).toEqual([]);
+  });
+});

@@ -6,7 +6,7 @@ import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
-import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE } from './transports/http/mcp-http-session-store';
+import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE, McpHttpSessionStore } from './transports/http/mcp-http-session-store';
 import { McpHttpSessions } from './transports/http/mcp-http-sessions.service';
 import { ModernHttpRequests } from './transports/http/modern-http-requests';
 import { RedisMcpHttpSessionStore } from './transports/http/redis-mcp-http-session-store';
@@ -26,6 +26,7 @@ import { McpGateway } from './mcp.gateway';
 import { McpHeartbeatInterceptor } from './transports/websocket/mcp-heartbeat.interceptor';
 import { McpDedicatedListener } from './transports/websocket/mcp-dedicated-listener';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
+import { GatewayState } from '../core/state/gateway-state';
 
 /**
  * MCP at `/mcp`: Streamable HTTP, plain WebSocket frames and the spec's envelope, and the spec's
@@ -46,11 +47,17 @@ import { ConnectionRegistry } from '../core/ws/connection-registry';
     ModernHttpRequests,
     {
       provide: MCP_HTTP_SESSION_STORE,
-      inject: [GATEWAY_CONFIG],
-      useFactory: ({ session, mcp }: GatewayConfig) =>
-        session.redisUrl && mcp.enabled
-          ? RedisMcpHttpSessionStore.connect(session.redisUrl, session.redisKeyPrefix, session.timeoutMs)
-          : new LocalMcpHttpSessionStore(),
+      inject: [GatewayState, GATEWAY_CONFIG],
+      useFactory: (state: GatewayState, { session, mcp }: GatewayConfig) => {
+        const local = () => new LocalMcpHttpSessionStore();
+        // MCP turned off opens no Redis connection for it.
+        return mcp.enabled
+          ? state.choose<McpHttpSessionStore | Promise<McpHttpSessionStore>>({
+              memory: local,
+              redis: (redis) => RedisMcpHttpSessionStore.connect(redis, session.timeoutMs),
+            })
+          : local();
+      },
     },
     McpDedicatedListener,
     McpHeartbeatInterceptor,

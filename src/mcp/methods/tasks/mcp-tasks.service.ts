@@ -7,6 +7,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../../config/gateway-config';
 import { BoundedMemoryTaskStore } from './memory-task-store';
 import { RedisTaskStore } from './redis-task-store';
 import { MemoryTaskInputs, TaskInputs } from './task-inputs';
+import { GatewayState } from '../../../core/state/gateway-state';
 
 /** What starting a task needs of a store: the SDK's store of one request, or {@link McpTasks.starterFor}'s. */
 export type TaskStarter = Pick<RequestTaskStore, 'createTask' | 'getTask' | 'storeTaskResult'>;
@@ -30,13 +31,15 @@ export class McpTasks implements OnApplicationShutdown {
   /** What running tasks ask their clients, beside the tasks: in Redis with them, else here. */
   readonly inputs: TaskInputs;
 
-  constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
+  constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, state: GatewayState) {
     const limits = { maxTtlMs: config.mcp.tasks.ttlMs, maxTasksPerOwner: config.mcp.tasks.maxPerPrincipal };
-    const { redisUrl, redisKeyPrefix } = config.session;
-    this.store =
-      redisUrl && config.mcp.enabled
-        ? RedisTaskStore.connect(redisUrl, redisKeyPrefix, { ...limits, pollIntervalMs: POLL_INTERVAL_MS })
-        : new BoundedMemoryTaskStore(limits);
+    const memory = () => new BoundedMemoryTaskStore(limits);
+    this.store = config.mcp.enabled
+      ? state.choose<BoundedMemoryTaskStore | RedisTaskStore>({
+          memory,
+          redis: (redis) => RedisTaskStore.connect(redis, { ...limits, pollIntervalMs: POLL_INTERVAL_MS }),
+        })
+      : memory();
     this.inputs = this.store instanceof RedisTaskStore ? this.store : new MemoryTaskInputs();
   }
 

@@ -2,6 +2,7 @@ import { ErrorCode, McpError, type Request } from '@modelcontextprotocol/sdk/typ
 import type Redis from 'ioredis';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../../../../test/support/redis';
 import { MAX_TASK_PAYLOAD_BYTES, RedisTaskStore, RedisTaskStoreOptions } from './redis-task-store';
+import { RedisConnections } from '../../../core/state/shared-redis';
 
 const OPTIONS: RedisTaskStoreOptions = { maxTtlMs: 60_000, maxTasksPerOwner: 200, pollIntervalMs: 1500 };
 const REQUEST: Request = { method: 'tools/call', params: { name: 'weather', arguments: { city: 'Oslo' } } };
@@ -29,7 +30,7 @@ describe('RedisTaskStore', () => {
 
   /** A store (one gateway replica's) on the test's prefix. */
   function connect(options: Partial<RedisTaskStoreOptions> = {}): RedisTaskStore {
-    const store = RedisTaskStore.connect(TEST_REDIS_URL, prefix, { ...OPTIONS, ...options });
+    const store = RedisTaskStore.connect(new RedisConnections(TEST_REDIS_URL, prefix), { ...OPTIONS, ...options });
     open.push(store);
     return store;
   }
@@ -218,7 +219,7 @@ describe('RedisTaskStore', () => {
     await expect(two.updateTaskStatus(task.taskId, 'cancelled', undefined, 'alice')).rejects.toThrow('terminal status');
     expect((await two.listTasks(undefined, 'alice')).tasks.map((listed) => listed.taskId)).toEqual([task.taskId]);
 
-    const elsewhere = RedisTaskStore.connect(TEST_REDIS_URL, uniquePrefix(), OPTIONS);
+    const elsewhere = RedisTaskStore.connect(new RedisConnections(TEST_REDIS_URL, uniquePrefix()), OPTIONS);
     open.push(elsewhere);
     expect(await elsewhere.getTask(task.taskId, 'alice')).toBeNull();
   });

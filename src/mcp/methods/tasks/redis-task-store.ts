@@ -2,8 +2,9 @@ import { createHash, randomUUID } from 'crypto';
 import type Redis from 'ioredis';
 import { isTerminal, type CreateTaskOptions, type TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { ErrorCode, McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../../../core/redis/redis-connection';
 import type { TaskInputs, TaskQuestion } from './task-inputs';
+import type { SharedRedis } from '../../../core/state/shared-redis';
 
 /** Largest stored result (and original request), as UTF-8 JSON: a task's hash must stay a bounded Redis value. */
 export const MAX_TASK_PAYLOAD_BYTES = 2 * 1024 * 1024;
@@ -129,23 +130,26 @@ export class RedisTaskStore implements TaskStore, TaskInputs {
   private connecting: Promise<ScriptedRedis> | undefined;
   private closed = false;
 
+  private readonly prefix: string;
+
   private constructor(
-    private readonly url: string,
-    private readonly prefix: string,
+    private readonly shared: SharedRedis,
     private readonly options: RedisTaskStoreOptions,
-  ) {}
+  ) {
+    this.prefix = shared.keyPrefix;
+  }
 
   /**
-   * A store on `redisUrl`, connecting in the background: the task API is async anyway, so a
+   * A store on the shared Redis, connecting in the background: the task API is async anyway, so a
    * call made before the connection is up waits for it, and one made when Redis could not be
    * reached fails with `RedisUnavailableError` and the next call tries again.
    */
-  static connect(redisUrl: string, keyPrefix: string, options: RedisTaskStoreOptions): RedisTaskStore {
+  static connect(shared: SharedRedis, options: RedisTaskStoreOptions): RedisTaskStore {
     for (const name of ['maxTtlMs', 'maxTasksPerOwner', 'pollIntervalMs'] as const) {
       const value = options[name];
       if (!Number.isSafeInteger(value) || value < 1) throw new Error(`RedisTaskStore: ${name} must be a positive integer, not ${value}`);
     }
-    const store = new RedisTaskStore(redisUrl, keyPrefix, { ...options });
+    const store = new RedisTaskStore(shared, { ...options });
     void store.client().catch(() => undefined);
     return store;
   }
@@ -349,7 +353,7 @@ export class RedisTaskStore implements TaskStore, TaskInputs {
   }
 
   private async open(): Promise<ScriptedRedis> {
-    const [redis] = (await connectRedis(this.url, 1, (client) => {
+    const [redis] = (await this.shared.connect(1, (client) => {
       for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
     })) as ScriptedRedis[];
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;

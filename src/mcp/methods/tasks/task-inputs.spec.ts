@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../../../../test/support/redis';
 import { RedisTaskStore } from './redis-task-store';
 import { MemoryTaskInputs, TaskInputs } from './task-inputs';
+import { RedisConnections } from '../../../core/state/shared-redis';
 
 const QUESTION = { method: 'elicitation/create', params: { message: 'Name?', requestedSchema: { type: 'object', properties: {} } } };
 
@@ -25,7 +26,7 @@ describe.each([
   beforeEach(async () => {
     prefix = uniquePrefix();
     if (inRedis) {
-      store = RedisTaskStore.connect(TEST_REDIS_URL, prefix, { maxTtlMs: 60_000, maxTasksPerOwner: 10, pollIntervalMs: 1000 });
+      store = RedisTaskStore.connect(new RedisConnections(TEST_REDIS_URL, prefix), { maxTtlMs: 60_000, maxTasksPerOwner: 10, pollIntervalMs: 1000 });
       taskId = (await store.createTask({}, 1, { method: 'tools/call' }, 'alice')).taskId;
       inputs = store;
     } else {

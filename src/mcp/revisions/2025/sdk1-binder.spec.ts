@@ -26,7 +26,7 @@ function setUp(settings: Record<string, string> = {}) {
   });
   const toolCalls = new ToolCallService(registry, new RateLimitService(config, new AccessTokenService(config), new GatewayState(config)));
   const context = new ContextCatalogueService();
-  const tasks = new McpTasks(config);
+  const tasks = new McpTasks(config, new GatewayState(config));
   return { registry, factory: new Sdk1Binder(config, new McpMethods(config, registry, toolCalls, context, tasks), context, tasks) };
 }
 

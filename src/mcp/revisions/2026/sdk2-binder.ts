@@ -29,6 +29,7 @@ import { MODERN_PROTOCOL_VERSION } from './request-meta';
 import { acceptsTasks, TASKS_EXTENSION, TasksExtension } from './tasks-extension';
 import { LocalWaitingCallRelay, RedisWaitingCallRelay, WaitingCallRelay } from './waiting-call-relay';
 import { RoundCaller, WaitingCalls } from './waiting-calls';
+import { GatewayState } from '../../../core/state/gateway-state';
 
 /**
  * Methods of the table this revision does not have: a 2026 client has no session to keep a level
@@ -68,6 +69,7 @@ export class Sdk2Binder implements OnModuleInit, OnApplicationShutdown {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly methods: McpMethods,
     tasks: McpTasks,
+    private readonly state: GatewayState,
   ) {
     this.tasks = new TasksExtension(tasks);
     this.handler = createMcpHandler(({ authInfo }) => this.serverFor(String(authInfo?.extra?.principal ?? ANONYMOUS_PRINCIPAL)), {
@@ -97,8 +99,10 @@ export class Sdk2Binder implements OnModuleInit, OnApplicationShutdown {
 
   /** With `REDIS_URL`, a call waiting for its client's answers is reached from every instance ({@link WaitingCallRelay}). */
   async onModuleInit(): Promise<void> {
-    const { redisUrl, redisKeyPrefix } = this.config.session;
-    this.relay = redisUrl && this.config.mcp.enabled ? await RedisWaitingCallRelay.connect(redisUrl, redisKeyPrefix) : new LocalWaitingCallRelay();
+    const local = () => new LocalWaitingCallRelay();
+    this.relay = this.config.mcp.enabled
+      ? await this.state.choose<WaitingCallRelay | Promise<WaitingCallRelay>>({ memory: local, redis: (redis) => RedisWaitingCallRelay.connect(redis) })
+      : local();
     this.waitingCalls = new WaitingCalls(this.config.connections.maxCallsInFlight, this.relay);
   }
 

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'crypto';
 import type Redis from 'ioredis';
-import { connectRedis } from '../../../core/redis/redis-connection';
+
 import { PendingReplies } from '../../../core/requests/pending-replies';
+import type { SharedRedis } from '../../../core/state/shared-redis';
 
 /** A client's retry of a call that waits in another instance, as that instance is told it. */
 export interface ForwardedRetry {
@@ -81,8 +82,9 @@ export class RedisWaitingCallRelay implements WaitingCallRelay {
   }
 
   /** Connects, and takes the instances' shared key (the first instance to start makes it). */
-  static async connect(url: string, prefix: string): Promise<RedisWaitingCallRelay> {
-    const [redis, subscriber] = await connectRedis(url, 2);
+  static async connect(shared: SharedRedis): Promise<RedisWaitingCallRelay> {
+    const prefix = shared.keyPrefix;
+    const [redis, subscriber] = await shared.connect(2);
     const name = `${prefix}mcp:request-state-key`;
     await redis.set(name, randomBytes(32).toString('base64'), 'NX');
     const key = (await redis.get(name))!;

@@ -1,8 +1,9 @@
 import { OnApplicationShutdown } from '@nestjs/common';
 import { createHash } from 'crypto';
 import type Redis from 'ioredis';
-import { COMMAND_TIMEOUT_MS, connectRedis } from '../../../core/redis/redis-connection';
+import { COMMAND_TIMEOUT_MS } from '../../../core/redis/redis-connection';
 import type { McpHttpSessionRecord, McpHttpSessionStore } from './mcp-http-session-store';
+import type { SharedRedis } from '../../../core/state/shared-redis';
 
 /**
  * Each script works on one principal's keys (KEYS: the session's hash, the principal's sorted
@@ -59,14 +60,14 @@ export class RedisMcpHttpSessionStore implements McpHttpSessionStore, OnApplicat
   ) {}
 
   /** Connects, or fails with `RedisUnavailableError`. */
-  static async connect(url: string, prefix: string, ttlMs: number): Promise<RedisMcpHttpSessionStore> {
-    const [redis] = (await connectRedis(url, 1, (client) => {
+  static async connect(shared: SharedRedis, ttlMs: number): Promise<RedisMcpHttpSessionStore> {
+    const [redis] = (await shared.connect(1, (client) => {
       for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 2, lua: script.lua });
     })) as ScriptedRedis[];
     redis.options.commandTimeout = COMMAND_TIMEOUT_MS;
     // Failures reach each caller as a rejected command; the session store logs the connection's state.
     redis.on('error', () => undefined);
-    return new RedisMcpHttpSessionStore(redis, prefix, ttlMs);
+    return new RedisMcpHttpSessionStore(redis, shared.keyPrefix, ttlMs);
   }
 
   async add(record: McpHttpSessionRecord, perPrincipalLimit: number): Promise<boolean> {
