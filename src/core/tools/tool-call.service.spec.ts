@@ -114,6 +114,34 @@ describe('ToolCallService', () => {
     expect(registry.callsRunning).toBe(0);
   });
 
+  it("lets a stopped handler act on its signal before the call answers, and still answers with the stop, not the handler's result", async () => {
+    const events: string[] = [];
+    registry.register(
+      tool('tidy', (_args, { signal }) =>
+        untilAborted(signal).catch(async () => {
+          for (let hop = 0; hop < 20; hop += 1) await Promise.resolve();
+          events.push('tidied');
+          return 'a result after the stop';
+        }),
+      ),
+    );
+    const controls: ToolCallControls = {};
+    const running = toolCalls.call(ToolCallScope.ofConnection(connection()), 'tidy', {}, controls);
+    const answered = Promise.resolve(running).then((outcome) => (events.push('answered'), outcome));
+    controls.cancel?.();
+    await expect(answered).resolves.toMatchObject({ ok: false, message: expect.stringMatching(/cancelled/) });
+    expect(events).toEqual(['tidied', 'answered']);
+  });
+
+  it('answers a stopped handler that never settles on the next turn of the event loop', async () => {
+    registry.register(tool('deaf', (_args, { signal }) => (void signal, new Promise(() => undefined))));
+    const controls: ToolCallControls = {};
+    const running = toolCalls.call(ToolCallScope.ofConnection(connection()), 'deaf', {}, controls);
+    controls.cancel?.();
+    await expect(running).resolves.toMatchObject({ ok: false, message: expect.stringMatching(/cancelled/) });
+    expect(registry.callsRunning).toBe(0);
+  });
+
   it("passes a streaming tool's pieces to onPartial and lets the caller cancel the call", async () => {
     const pieces: unknown[] = [];
     const scope = ToolCallScope.ofConnection(connection());

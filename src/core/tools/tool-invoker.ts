@@ -259,6 +259,7 @@ class RunningCall implements Expiring {
   private controller?: AbortController;
   private iterator?: AsyncIterator<unknown>;
   private stopReason?: unknown;
+  private stopOutcome?: ToolFailure;
   private settle?: (outcome: ToolOutcome) => void;
   private sweep?: DeadlineSweep<RunningCall>;
   private readonly cancel = () =>
@@ -294,8 +295,8 @@ class RunningCall implements Expiring {
       if (this.controls) this.controls.cancel = this.cancel;
       const result = isAsyncIterable(returned) ? this.drain(returned) : (returned as Promise<unknown>);
       result.then(
-        (value) => this.settle && this.finish(success(value, this.started)),
-        (error: unknown) => this.settle && this.finish(this.invoker.describeFailure(this.tool, error, this.started)),
+        (value) => this.settle && this.finish(this.stopOutcome ?? success(value, this.started)),
+        (error: unknown) => this.settle && this.finish(this.stopOutcome ?? this.invoker.describeFailure(this.tool, error, this.started)),
       );
     });
   }
@@ -317,11 +318,23 @@ class RunningCall implements Expiring {
     return this.controller.signal;
   }
 
+  /**
+   * Ends the call with `outcome`. A handler that took the signal hears the stop first and has
+   * until its promise settles, or the next turn of the event loop, to act on it, so what it sends
+   * on hearing it (an upstream's call withdrawing the questions it relayed to the caller) goes
+   * out before the call's answer, not after it.
+   */
   private stop(reason: unknown, outcome: ToolFailure): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    this.finish(outcome);
-    this.controller?.abort(reason);
+    if (!this.controller) {
+      this.finish(outcome);
+    } else {
+      this.stopOutcome = outcome;
+      this.sweep?.delete(this);
+      this.controller.abort(reason);
+      setImmediate(() => this.finish(outcome));
+    }
     if (this.iterator) void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
   }
 
@@ -346,7 +359,7 @@ class RunningCall implements Expiring {
     let last: unknown;
     for (;;) {
       const step = await iterator.next();
-      if (!this.settle) return undefined;
+      if (!this.settle || this.stopOutcome) return undefined;
       if (step.done) return step.value !== undefined ? step.value : last;
       last = step.value;
       this.controls?.onPartial?.(last);
