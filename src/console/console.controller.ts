@@ -1,5 +1,6 @@
 import { Controller, Get, NotFoundException, Param, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
+import { Public } from '../core/auth/route-access';
 import { CONSOLE_PAGE, ConsoleAssets } from './console-assets';
 import { ConsoleEnabledGuard } from './console-enabled.guard';
 
@@ -26,6 +27,7 @@ const PAGE_POLICY = [
  * The files are public (they hold no data); what the page reads needs the token it is given.
  */
 @Controller()
+@Public()
 @UseGuards(ConsoleEnabledGuard)
 export class ConsoleController {
   constructor(private readonly assets: ConsoleAssets) {}

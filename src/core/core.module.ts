@@ -1,8 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AuditService } from './audit/audit.service';
 import { AccessTokenService } from './auth/access-token.service';
 import { BearerAuthGuard } from './auth/bearer-auth.guard';
+import { DefaultAuthGuard } from './auth/default-auth.guard';
 import { DeferrableBearerAuthGuard } from './auth/deferrable-bearer-auth.guard';
 import { MessageAuthenticator } from './auth/message-authenticator';
 import { TokenExpiryService } from './auth/token-expiry.service';
@@ -44,7 +45,8 @@ const CORE_SERVICES = [
 /**
  * The protocol-neutral core as one global module: the catalogue and how a call runs, auth,
  * limits, connections, drain, audit and traces, where state lives ({@link StateModule}), the
- * HTTP error filter and the body interceptor every route gets, and the discovery of `@Tool()`
+ * guard, error filter and body interceptor every HTTP route gets (a bearer token unless the
+ * route is `@Public()`), and the discovery of `@Tool()`
  * methods. It needs `GATEWAY_CONFIG` (which `GatewayModule` provides).
  */
 @Global()
@@ -53,6 +55,7 @@ const CORE_SERVICES = [
   providers: [
     ...CORE_SERVICES,
     ToolDiscoveryService,
+    { provide: APP_GUARD, useClass: DefaultAuthGuard },
     { provide: APP_FILTER, useClass: GatewayHttpExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
   ],

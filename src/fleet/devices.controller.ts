@@ -1,9 +1,10 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
-import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { CallScope } from '../core/http/protocol-controller.decorator';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import type { DeviceEntry } from './device-entry';
 import { agentToolName } from './device-id';
@@ -45,7 +46,6 @@ const viewOf = (entry: DeviceEntry): DeviceView => ({
  * (`DEVICE_OFFLINE` 404, `DEVICE_BUSY` 429).
  */
 @Controller('devices')
-@UseGuards(BearerAuthGuard)
 export class DevicesController {
   constructor(
     private readonly reachability: Reachability,
@@ -118,13 +118,13 @@ export class DevicesController {
     @Body() raw: unknown,
     @Req() request: AuthenticatedRequest,
     @Res() response: Response,
+    @CallScope() scope: ToolCallScope,
   ): Promise<void> {
     if (raw !== undefined && !isPlainObject(raw))
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, "The body must be a JSON object of the tool's arguments");
     const args = raw ?? {};
     if (!this.reachability.visibleDevice({ principal: request.principal }, id))
       throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
-    const scope = ToolCallScope.ofRequest('http', request, response);
     const outcome = await this.toolCalls.call(scope, agentToolName(id, tool), args);
     if (scope.signal?.aborted) return;
     if (outcome.ok) response.status(200).json({ result: outcome.value ?? null });

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpStatus, Inject, Res, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckService, HealthIndicatorFunction } from '@nestjs/terminus';
 import type { Response } from 'express';
+import { Public } from '../core/auth/route-access';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { HealthChecks } from './health-checks';
 
@@ -15,6 +16,7 @@ import { HealthChecks } from './health-checks';
  *   servers, not shutting down).
  */
 @Controller('health')
+@Public()
 export class HealthController {
   constructor(
     private readonly terminus: HealthCheckService,

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, NotFoundException, Req } from '@nestjs/common'
 import type { IncomingMessage } from 'http';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
+import { Public } from '../core/auth/route-access';
 
 /** RFC 9728 protected resource metadata, as this gateway publishes it. */
 export interface ProtectedResourceMetadata {
@@ -20,6 +21,7 @@ export interface ProtectedResourceMetadata {
  * `resource` is then `<PUBLIC_URL>/mcp`. Not found while `OIDC_ISSUERS` is empty.
  */
 @Controller('.well-known/oauth-protected-resource')
+@Public()
 export class ProtectedResourceController {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,

@@ -1,9 +1,9 @@
-import { Body, Controller, Get, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Get, Param, Post, Req, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
+import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { httpStatusOf } from '../core/errors/describe-exception';
-import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { CallScope, ProtocolController } from '../core/http/protocol-controller.decorator';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolFailureCode } from '../core/tools/tool-definition';
 import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe';
 import { ToolCall, toolCallSchema } from './dto/litemcp.dto';
@@ -20,9 +20,7 @@ const NOT_RUN = new Set<ToolFailureCode>(['INVALID_TOOL_PARAMETERS', 'TOOL_NOT_F
  * bad arguments, 401/403 for auth, 404 for an unknown tool, 503 for a tool whose upstream is down.
  * Errors are shaped by the format `LiteMcpModule` registers with `HttpErrorFormats`.
  */
-@Controller('litemcp')
-@GatewayProtocol('litemcp')
-@UseGuards(BearerAuthGuard)
+@ProtocolController({ protocol: 'litemcp', path: 'litemcp' })
 export class LiteMcpController {
   constructor(private readonly liteMcp: LiteMcpService) {}
 
@@ -35,10 +33,10 @@ export class LiteMcpController {
   async call(
     @Param('tool') tool: string,
     @Body(new SchemaValidationPipe(toolCallSchema)) call: ToolCall,
-    @Req() request: AuthenticatedRequest,
+    @CallScope() scope: ToolCallScope,
     @Res({ passthrough: true }) response: Response,
   ) {
-    const { result, failure } = await this.liteMcp.call(ToolCallScope.ofRequest('litemcp', request, response), tool, call);
+    const { result, failure } = await this.liteMcp.call(scope, tool, call);
     response.status(failure && NOT_RUN.has(failure) ? httpStatusOf(failure) : 200);
     return result;
   }

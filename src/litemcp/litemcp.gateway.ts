@@ -1,4 +1,3 @@
-import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { thenMaybe } from '../core/maybe-promise';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { FrameConnection } from '../core/ws/connection';
@@ -28,7 +27,7 @@ type LiteMcpConnection = FrameConnection<LiteMcpConnectionState>;
 @ProtocolGateway({
   protocol: 'litemcp',
   path: '/litemcp/:tool',
-  upgradeGuards: [BearerAuthGuard, LiteMcpToolPathGuard],
+  upgradeGuards: [LiteMcpToolPathGuard],
   oversizedFrames: 'answer',
 })
 export class LiteMcpGateway implements ProtocolGatewayHooks<LiteMcpConnectionState> {

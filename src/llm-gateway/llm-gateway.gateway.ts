@@ -1,7 +1,6 @@
 import { Inject, Logger, UseInterceptors } from '@nestjs/common';
 import { EMPTY, Observable } from 'rxjs';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { BearerAuthGuard } from '../core/auth/bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import {
   CancelFrame,
@@ -49,7 +48,7 @@ export const LLM_PROTOCOL = 'llm';
   protocol: LLM_PROTOCOL,
   path: '/',
   aliases: ['/llm'],
-  upgradeGuards: [BearerAuthGuard, DeviceIdentityGuard],
+  upgradeGuards: [DeviceIdentityGuard],
   connectionCap: {
     setting: 'CLOUD_MAX_CONNECTIONS',
     limit: (config) => config.server.maxConnections,

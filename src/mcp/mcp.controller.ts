@@ -1,10 +1,11 @@
-import { All, Controller, Req, Res, UseGuards } from '@nestjs/common';
+import { All, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
-import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
+import { ProtocolController } from '../core/http/protocol-controller.decorator';
 import { McpAuthGuard } from './mcp-auth.guard';
 import { McpEnabledGuard } from './mcp-enabled.guard';
+import { MCP_PROTOCOL } from './mcp.constants';
 import { McpHttpSessions } from './transports/http/mcp-http-sessions.service';
 import { ModernHttpRequests } from './transports/http/modern-http-requests';
 
@@ -15,9 +16,7 @@ import { ModernHttpRequests } from './transports/http/modern-http-requests';
  * (auth, an unreadable body) are JSON-RPC error bodies, by the format `McpModule` registers with
  * `HttpErrorFormats`.
  */
-@Controller('mcp')
-@GatewayProtocol('mcp')
-@UseGuards(McpEnabledGuard, McpAuthGuard)
+@ProtocolController({ protocol: MCP_PROTOCOL, path: 'mcp', before: [McpEnabledGuard], auth: McpAuthGuard })
 export class McpController {
   constructor(
     private readonly sessions: McpHttpSessions,

@@ -1,12 +1,12 @@
-import { Controller, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
-import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
 import type { Request, Response } from 'express';
-import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
+import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { eventStreamLimits } from '../core/http/event-stream';
 import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
-import { ToolCallScope } from '../core/tools/tool-call-scope';
+import { CallScope, ProtocolController } from '../core/http/protocol-controller.decorator';
+import type { ToolCallScope } from '../core/tools/tool-call-scope';
 import type { ToolOutcome } from '../core/tools/tool-definition';
 import { httpArgumentsOf } from './http-arguments';
 import { STREAM_PARAMETER_PROBLEM, streamParameter } from './request-endpoint';
@@ -29,9 +29,7 @@ import { UtcpService } from './utcp.service';
  * A client that goes away stops its call: the tool's signal aborts and a streaming tool's
  * generator is closed. So does a streaming client that stops reading (see {@link ToolEventStream}).
  */
-@Controller('utcp')
-@GatewayProtocol('utcp')
-@UseGuards(BearerAuthGuard)
+@ProtocolController({ protocol: 'utcp', path: 'utcp' })
 export class UtcpToolController {
   constructor(
     private readonly utcp: UtcpService,
@@ -39,13 +37,17 @@ export class UtcpToolController {
   ) {}
 
   @Post(':tool')
-  async call(@Param('tool') toolName: string, @Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
+  async call(
+    @Param('tool') toolName: string,
+    @Req() request: Request & AuthenticatedRequest,
+    @Res() response: Response,
+    @CallScope() scope: ToolCallScope,
+  ): Promise<void> {
     const streaming = streamParameter(request.url);
     if (streaming === undefined) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, STREAM_PARAMETER_PROBLEM);
     if (!this.utcp.serves(toolName, request.principal)) throw new GatewayError(GatewayErrorCode.TOOL_NOT_FOUND, `Unknown tool "${toolName}"`);
     const args = httpArgumentsOf(request);
 
-    const scope = ToolCallScope.ofRequest('utcp', request, response);
     const stream = streaming ? new ToolEventStream(response, eventStreamLimits(this.config)) : undefined;
     const outcome = await this.utcp.call(scope, toolName, args, stream && ((value) => stream.result(value)));
     if (scope.signal?.aborted) return;

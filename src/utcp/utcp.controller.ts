@@ -1,7 +1,7 @@
-import { Controller, Get, Req, UseGuards } from '@nestjs/common';
+import { Get, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { AuthenticatedRequest, BearerAuthGuard } from '../core/auth/bearer-auth.guard';
-import { GatewayProtocol } from '../core/auth/gateway-protocol.decorator';
+import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
+import { ProtocolController } from '../core/http/protocol-controller.decorator';
 import type { UtcpManual } from './utcp.frames';
 import { UtcpService } from './utcp.service';
 
@@ -9,9 +9,7 @@ import { UtcpService } from './utcp.service';
  * HTTP discovery, the UTCP 0.1 spec's `discovery_url` and what 1.x `http` manual templates
  * fetch: `GET /utcp` returns the manual, `GET /utcp?stream=true` one whose templates stream.
  */
-@Controller('utcp')
-@GatewayProtocol('utcp')
-@UseGuards(BearerAuthGuard)
+@ProtocolController({ protocol: 'utcp', path: 'utcp' })
 export class UtcpController {
   constructor(private readonly utcp: UtcpService) {}
 

@@ -1,3 +1,4 @@
+import { upgradeGuardsOf } from '../auth/route-access';
 import { INestApplicationContext, Logger, NestInterceptor, Type } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { Server as HttpServer } from 'http';
@@ -59,7 +60,7 @@ export class GatewayWsAdapter extends WsAdapter {
       options: routeOptions,
       patterns: compilePatterns([routeOptions.path, ...(routeOptions.aliases ?? [])]),
       server,
-      guards: (routeOptions.upgradeGuards ?? []).map((guard) => this.resolve<UpgradeGuard>(guard, 'upgrade guard')),
+      guards: upgradeGuardsOf(routeOptions.upgradeGuards, routeOptions.public).map((guard) => this.resolve<UpgradeGuard>(guard, 'upgrade guard')),
       gateway,
       dispatcher: new FrameDispatcher(gateway, answersOversized ? limit : undefined, this.observer()?.frameObserver(routeOptions.protocol), (type) =>
         this.resolve<NestInterceptor>(type, 'interceptor'),

@@ -69,8 +69,14 @@ export interface ProtocolGatewayOptions {
   path: string;
   /** More patterns served by the same gateway (`/llm` beside `/`). */
   aliases?: string[];
-  /** Checked in order before the upgrade completes; refusals are HTTP statuses. */
+  /**
+   * Checked in order before the upgrade completes; refusals are HTTP statuses. The shared bearer
+   * check comes first unless one of them authenticates (a `BearerAuthGuard` or one built on it)
+   * or the route is {@link public}.
+   */
   upgradeGuards?: Type<UpgradeGuard>[];
+  /** Opens the route to clients with no token; without it, every upgrade is authenticated. */
+  public?: boolean;
   oversizedFrames?: OversizedFrameHandling;
   /**
    * Keeps a connection's peer alive or drops it: an interceptor of the connection's opening that

@@ -1,10 +1,10 @@
-import { All, Controller, Param, Req, Res, UseGuards } from '@nestjs/common';
+import { All, Param, Req, Res } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Request, Response } from 'express';
 import type { AuthenticatedRequest } from '../../../core/auth/bearer-auth.guard';
-import { GatewayProtocol } from '../../../core/auth/gateway-protocol.decorator';
 import { GatewayError, GatewayErrorCode } from '../../../core/errors/gateway-error';
-import { ToolCallScope } from '../../../core/tools/tool-call-scope';
+import { CallScope, ProtocolController } from '../../../core/http/protocol-controller.decorator';
+import type { ToolCallScope } from '../../../core/tools/tool-call-scope';
 import { agentToolName } from '../../../fleet/device-id';
 import { DeviceToolCatalogue } from '../../../fleet/device-tool-catalogue';
 import { Reachability } from '../../../fleet/reachability';
@@ -21,9 +21,7 @@ import { Sdk1Binder } from '../../revisions/2025/sdk1-binder';
  * complete in itself), so it answers the same on every replica; the device is looked up on each
  * request, and one that went offline is a 404 JSON-RPC error.
  */
-@Controller('mcp/devices')
-@GatewayProtocol('mcp')
-@UseGuards(McpEnabledGuard, McpAuthGuard)
+@ProtocolController({ protocol: MCP_PROTOCOL, path: 'mcp/devices', before: [McpEnabledGuard], auth: McpAuthGuard })
 export class DeviceMcpController {
   constructor(
     private readonly binder: Sdk1Binder,
@@ -32,7 +30,12 @@ export class DeviceMcpController {
   ) {}
 
   @All(':id')
-  async serve(@Param('id') id: string, @Req() request: Request & AuthenticatedRequest, @Res() response: Response): Promise<void> {
+  async serve(
+    @Param('id') id: string,
+    @Req() request: Request & AuthenticatedRequest,
+    @Res() response: Response,
+    @CallScope() scope: ToolCallScope,
+  ): Promise<void> {
     if (request.method !== 'POST') {
       response.setHeader('Allow', 'POST');
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `A device's MCP endpoint is stateless: POST only, not ${request.method}`);
@@ -44,7 +47,7 @@ export class DeviceMcpController {
       list: () => [...tools.values()].map(({ tool }) => ({ ...tool, name: tool.name.slice(tool.name.indexOf('__') + 2) })),
       catalogueName: (name) => (tools.has(agentToolName(id, name)) ? agentToolName(id, name) : undefined),
     };
-    const server = this.binder.createServer(ToolCallScope.ofRequest(MCP_PROTOCOL, request, response), view);
+    const server = this.binder.createServer(scope, view);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     response.once('close', () => void server.close().catch(() => undefined));
     await server.connect(transport);
