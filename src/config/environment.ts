@@ -733,7 +733,8 @@ export class EnvironmentVariables {
   @Setting({
     group: 'connections',
     unit: 'seconds',
-    about: 'Seconds between the WebSocket pings the gateway sends a client (MCP has its own, `MCP_WS_HEARTBEAT_INTERVAL`).',
+    about:
+      'Seconds between the WebSocket pings the gateway sends a client (the MCP envelope has its own, `MCP_WS_HEARTBEAT_INTERVAL`), and between the keep-alive comments of an event stream over HTTP (MCP Streamable HTTP, UTCP).',
   })
   @NumberFromEnv()
   @IsNumber()
@@ -819,7 +820,7 @@ export class EnvironmentVariables {
     group: 'connections',
     unit: 'bytes',
     about:
-      'Bytes waiting to be sent to a client that does not read (a WebSocket, or a UTCP event stream over HTTP); past it the connection is closed (1008) or cut off.',
+      'Bytes waiting to be sent to a client that does not read (a WebSocket, or an event stream over HTTP: MCP Streamable HTTP, UTCP); past it the connection is closed (1008) or cut off.',
   })
   @NumberFromEnv()
   @IsInt()
