@@ -190,9 +190,9 @@ export class RedisDeviceDirectory implements DeviceDirectory {
     return (await this.redis.fleetAdmit(this.ownerKey(id), principal, ADMISSION_MS)) as string;
   }
 
-  async claim(entry: DeviceEntry): Promise<DeviceEntry | undefined> {
-    this.own.set(entry.id, entry);
-    const replaced = (await this.redis.fleetClaim(
+  /** What claiming `entry`'s id takes, for the claim and the re-registration scripts alike: the keys, the entry, its notice and its owner. */
+  private claimArguments(entry: DeviceEntry): [string, string, string, string, string, string, string] {
+    return [
       this.hashKey,
       this.ownerKey(entry.id),
       entry.id,
@@ -200,7 +200,12 @@ export class RedisDeviceDirectory implements DeviceDirectory {
       this.channel,
       JSON.stringify({ id: entry.id, entry }),
       entry.owner ?? entry.principal ?? '',
-    )) as string | null;
+    ];
+  }
+
+  async claim(entry: DeviceEntry): Promise<DeviceEntry | undefined> {
+    this.own.set(entry.id, entry);
+    const replaced = (await this.redis.fleetClaim(...this.claimArguments(entry))) as string | null;
     this.apply({ id: entry.id, entry });
     return replaced ? (JSON.parse(replaced) as DeviceEntry) : undefined;
   }
@@ -298,15 +303,7 @@ export class RedisDeviceDirectory implements DeviceDirectory {
         exec(): Promise<[Error | null, unknown][] | null>;
       };
       for (const entry of batch) {
-        pipeline.fleetReregister(
-          this.hashKey,
-          this.ownerKey(entry.id),
-          entry.id,
-          JSON.stringify(entry),
-          this.channel,
-          JSON.stringify({ id: entry.id, entry }),
-          entry.owner ?? entry.principal ?? '',
-        );
+        pipeline.fleetReregister(...this.claimArguments(entry));
       }
       const results = (await pipeline.exec()) ?? [];
       results.forEach(([error, owner], index) => {
