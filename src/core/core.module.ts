@@ -13,6 +13,7 @@ import { JsonBodyInterceptor } from './http/json-body.interceptor';
 import { OriginPolicy } from './http/origin-policy';
 import { DrainService } from './lifecycle/drain.service';
 import { RateLimitService } from './limits/rate-limit.service';
+import { ProtocolRegistry } from './protocols/protocol-registry';
 import { StateModule } from './state/state.module';
 import { ToolCallService } from './tools/tool-call.service';
 import { ToolDiscoveryService } from './tools/tool-discovery.service';
@@ -33,6 +34,7 @@ const CORE_SERVICES = [
   TokenExpiryService,
   HeartbeatInterceptor,
   HttpErrorFormats,
+  ProtocolRegistry,
   OriginPolicy,
   ConnectionRegistry,
   DrainService,
@@ -43,9 +45,9 @@ const CORE_SERVICES = [
 
 /**
  * The protocol-neutral core as one global module: the catalogue and how a call runs, auth,
- * limits, connections, drain, audit and traces, where state lives ({@link StateModule}), the
- * HTTP error filter and the body interceptor every route gets, and the discovery of `@Tool()`
- * methods. It needs `GATEWAY_CONFIG` (which `GatewayModule` provides).
+ * limits, connections, the protocols served ({@link ProtocolRegistry}), drain, audit and
+ * traces, where state lives ({@link StateModule}), the HTTP error filter and the body
+ * interceptor every route gets, and the discovery of `@Tool()` methods. It needs `GATEWAY_CONFIG` (which `GatewayModule` provides).
  */
 @Global()
 @Module({
