@@ -82,8 +82,8 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
   private rulesVersion = 0;
   /** Each JWT principal's facts and grant, as of its latest authentication (bounded, least recent out first). */
   private readonly jwtGrants = new Map<string, { facts: JwtFacts; grant: Grant; version: number }>();
-  /** The protocols a token may name, once they are all known; any names until then. */
-  private grantableProtocols?: () => readonly string[];
+  /** Whether every protocol has declared itself, so that a token may name only those. */
+  private protocolsKnown = false;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -108,11 +108,9 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
 
   /** Every protocol is declared by now: a file naming one that is not stops the boot. */
   onApplicationBootstrap(): void {
-    const { protocols } = this;
-    if (!protocols) return;
-    this.grantableProtocols = () => protocols.names();
+    this.protocolsKnown = true;
     const path = this.config.auth.tokensFile;
-    if (path !== undefined && this.lastText !== undefined) parseTokensDocument(this.lastText, path, protocols.names());
+    if (path !== undefined && this.lastText !== undefined) parseTokensDocument(this.lastText, path, this.grantableProtocols());
   }
 
   onModuleDestroy(): void {
@@ -176,9 +174,9 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
   /**
    * The `WWW-Authenticate` challenge of a 401 for a request to `path` (RFC 6750, RFC 9728): with
    * `OIDC_ISSUERS`, it points at the protected resource metadata (path-suffixed for a protocol's
-   * own resource, its `protectedResource` in the {@link ProtocolRegistry}), so OAuth clients (MCP's)
-   * find the authorization server; `error="invalid_token"` when a token was
-   * given. `host` stands in for `PUBLIC_URL` when that is unset.
+   * own resource, its `protectedResource` in the {@link ProtocolRegistry}), so OAuth clients
+   * (MCP's) find the authorization server; `error="invalid_token"` when a token was given.
+   * `host` stands in for `PUBLIC_URL` when that is unset.
    */
   challenge(error: 'invalid_token' | 'insufficient_scope' | undefined, path: string, host: string | undefined, scope?: string): string {
     const parts: string[] = [];
@@ -295,7 +293,7 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
     } catch (error) {
       throw new TokensFileError(path, [`cannot be read: ${(error as Error).message}`]);
     }
-    const document = parseTokensDocument(content, path, this.grantableProtocols?.());
+    const document = parseTokensDocument(content, path, this.grantableProtocols());
     this.lastText = content;
     return document;
   }
@@ -305,6 +303,11 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
     this.rulesVersion++;
     this.named = tokens;
     this.grants = new Map(tokens.map((token) => [`${NAMED_PREFIX}${token.name}`, token.grant]));
+  }
+
+  /** The protocols a token may name: the registry's once it is complete, any until then. */
+  private grantableProtocols(): string[] | undefined {
+    return this.protocolsKnown ? this.protocols?.names() : undefined;
   }
 
   private realm(name: string): Realm {
