@@ -6,6 +6,7 @@ import type { AddressInfo } from 'net';
 import { GATEWAY_CONFIG, GatewayConfig, hasTokens, logSettingsFrom } from './config/gateway-config';
 import { GatewayLogger } from './core/logging/gateway-logger';
 import { startupSummary } from './core/logging/startup-summary';
+import { ProtocolRegistry } from './core/protocols/protocol-registry';
 import { GatewayWsAdapter } from './core/ws/gateway-ws.adapter';
 import { isLoopbackHost } from './shared/loopback';
 import { limitRequestHeaders } from './core/http/request-header-deadline';
@@ -80,7 +81,7 @@ function summariseOnListening(app: NestExpressApplication, config: GatewayConfig
   const server = app.getHttpServer() as Server;
   server.once('listening', () => {
     const logger = new Logger('Gateway');
-    for (const line of startupSummary(config, server.address() as AddressInfo)) logger.log(line);
+    for (const line of startupSummary(config, server.address() as AddressInfo, app.get(ProtocolRegistry))) logger.log(line);
     if (!hasTokens(config.auth) && !isLoopbackHost(config.server.host)) {
       logger.warn(
         `NO AUTHENTICATION on ${config.server.host} (ALLOW_UNAUTHENTICATED=true): anyone who reaches it may use the model and every tool. Set AUTH_TOKENS.`,

@@ -40,11 +40,12 @@ import { UpstreamModule } from './upstream/upstream.module';
     HealthModule,
     IdentityModule,
     BuiltinToolsModule,
-    LiteMcpModule,
+    // The protocols declare themselves in this order, the startup summary's (see ProtocolRegistry).
     LlmGatewayModule,
     FleetModule,
     RemindersModule.register({ imports: [FleetModule] }),
     McpModule,
+    LiteMcpModule,
     UtcpModule,
     UpstreamModule,
     CatalogueModule,

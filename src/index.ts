@@ -31,3 +31,31 @@ export { DeferrableBearerAuthGuard } from './core/auth/deferrable-bearer-auth.gu
 export { HealthChecks } from './health/health-checks';
 export type { HealthEndpoint } from './health/health-checks';
 export { CalculatorModule } from './examples/calculator/calculator.module';
+
+// What a protocol of your own builds on: docs/architecture.md, "Adding a protocol".
+export { ProtocolGateway, PER_PROTOCOL_CAP, WS_AUTH_DEADLINE } from './core/ws/protocol-gateway.decorator';
+export type {
+  AuthByMessageOptions,
+  ConnectionCapOptions,
+  OversizedFrameHandling,
+  ProtocolGatewayHooks,
+  ProtocolGatewayOptions,
+  SerialOptions,
+} from './core/ws/protocol-gateway.decorator';
+export { OnFrame } from './core/ws/on-frame.decorator';
+export type { FrameHandlerOptions } from './core/ws/on-frame.decorator';
+export type { FrameConnection, GatewayConnection } from './core/ws/connection';
+export { ConnectionRegistry } from './core/ws/connection-registry';
+export { UpgradeRefusedException } from './core/ws/upgrade-guard';
+export type { UpgradeContext, UpgradeGuard } from './core/ws/upgrade-guard';
+export { ToolCallService } from './core/tools/tool-call.service';
+export { ToolCallScope } from './core/tools/tool-call-scope';
+export { describeException } from './core/errors/describe-exception';
+export type { DescribedError } from './core/errors/describe-exception';
+export { thenMaybe } from './core/maybe-promise';
+export type { MaybePromise } from './core/maybe-promise';
+export { ProtocolRegistry } from './core/protocols/protocol-registry';
+export type { ProtocolDeclaration, ProtocolSummaryContext } from './core/protocols/protocol-registry';
+export { GatewayProtocol } from './core/auth/gateway-protocol.decorator';
+export { HttpErrorFormats } from './core/http/http-error-formats';
+export type { HttpErrorFormatter } from './core/http/http-error-formats';

@@ -14,6 +14,7 @@ import { JsonBodyInterceptor } from './http/json-body.interceptor';
 import { OriginPolicy } from './http/origin-policy';
 import { DrainService } from './lifecycle/drain.service';
 import { RateLimitService } from './limits/rate-limit.service';
+import { ProtocolRegistry } from './protocols/protocol-registry';
 import { StateModule } from './state/state.module';
 import { ToolCallService } from './tools/tool-call.service';
 import { ToolDiscoveryService } from './tools/tool-discovery.service';
@@ -34,6 +35,7 @@ const CORE_SERVICES = [
   TokenExpiryService,
   HeartbeatInterceptor,
   HttpErrorFormats,
+  ProtocolRegistry,
   OriginPolicy,
   ConnectionRegistry,
   DrainService,
@@ -44,10 +46,10 @@ const CORE_SERVICES = [
 
 /**
  * The protocol-neutral core as one global module: the catalogue and how a call runs, auth,
- * limits, connections, drain, audit and traces, where state lives ({@link StateModule}), the
- * guard, error filter and body interceptor every HTTP route gets (a bearer token unless the
- * route is `@Public()`), and the discovery of `@Tool()`
- * methods. It needs `GATEWAY_CONFIG` (which `GatewayModule` provides).
+ * limits, connections, the protocols served ({@link ProtocolRegistry}), drain, audit and
+ * traces, where state lives ({@link StateModule}), the guard, error filter and body interceptor
+ * every HTTP route gets (a bearer token unless the route is `@Public()`), and the discovery of
+ * `@Tool()` methods. It needs `GATEWAY_CONFIG` (which `GatewayModule` provides).
  */
 @Global()
 @Module({

@@ -4,6 +4,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AccessTokenService } from '../core/auth/access-token.service';
 import { HttpErrorFormats } from '../core/http/http-error-formats';
+import { ProtocolRegistry } from '../core/protocols/protocol-registry';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
 import { LocalMcpHttpSessionStore, MCP_HTTP_SESSION_STORE, McpHttpSessionStore } from './transports/http/mcp-http-session-store';
@@ -19,6 +20,7 @@ import { McpEnabledGuard } from './mcp-enabled.guard';
 import { mcpRealmTokens } from './mcp-realm';
 import { MCP_PATH, MCP_PROTOCOL, MCP_REALM } from './mcp.constants';
 import { mcpHttpErrorBody } from './mcp.errors';
+import { MCP_DECLARATION } from './mcp.protocol';
 import { McpController } from './mcp.controller';
 import { DeviceMcpController } from './transports/http/device-mcp.controller';
 import { FleetModule } from '../fleet/fleet.module';
@@ -75,9 +77,11 @@ export class McpModule implements OnModuleInit {
     private readonly indicators: HealthIndicatorService,
     private readonly connections: ConnectionRegistry,
     private readonly httpSessions: McpHttpSessions,
+    private readonly protocols: ProtocolRegistry,
   ) {}
 
   onModuleInit(): void {
+    this.protocols.declare(MCP_DECLARATION);
     this.errorFormats.register(MCP_PATH, mcpHttpErrorBody);
     const context = { sharedTokens: this.tokens.enabled, served: Boolean(this.http.httpAdapter) };
     this.tokens.defineRealm(MCP_REALM, mcpRealmTokens(this.config, context, new Logger('MCP')));

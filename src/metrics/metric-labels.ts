@@ -6,9 +6,6 @@ import type { ToolDefinition } from '../core/tools/tool-definition';
  * the server's memory.
  */
 
-/** The protocols whose connections are always reported, zero included, so dashboards show them. */
-export const KNOWN_PROTOCOLS = ['llm', 'mcp', 'litemcp', 'utcp'] as const;
-
 /** What stands for any value outside the bounded set: an unknown tool, a client's own tool. */
 export const OTHER = 'other';
 

@@ -7,6 +7,7 @@ import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
 import { SessionService } from '../assistant/session/session.service';
 import { ConnectionRegistry } from '../core/ws/connection-registry';
+import { ProtocolRegistry } from '../core/protocols/protocol-registry';
 import { UpstreamServersService } from '../upstream/upstream-servers.service';
 import { MetricsListener } from './metrics-listener';
 import { MetricsOnMainPortGuard } from './metrics-on-main-port.guard';
@@ -55,6 +56,7 @@ export class MetricsModule implements OnApplicationBootstrap {
     this.modules.get(ContextCatalogueService, { strict: false }).watch(this.metrics);
     registerScrapeTimeMetrics(this.metrics.registry, {
       connections: this.modules.get(ConnectionRegistry, { strict: false }),
+      protocols: this.modules.get(ProtocolRegistry, { strict: false }),
       sessions: this.modules.get(SessionService, { strict: false }),
       tools: this.modules.get(ToolRegistryService, { strict: false }),
       upstreams: optionalProvider(this.modules, UpstreamServersService),

@@ -2,15 +2,17 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { SessionService } from '../assistant/session/session.service';
 import type { ToolRegistryService } from '../core/tools/tool-registry.service';
 import type { ConnectionRegistry } from '../core/ws/connection-registry';
+import type { ProtocolRegistry } from '../core/protocols/protocol-registry';
 import type { UpstreamServersService } from '../upstream/upstream-servers.service';
 import type { Sdk2Binder } from '../mcp/revisions/2026/sdk2-binder';
 import type { RedisPersistenceWatch } from '../core/redis/redis-persistence-watch';
 import type { UpstreamStatus } from '../upstream/upstream-connection';
-import { KNOWN_PROTOCOLS } from './metric-labels';
 
 /** Where the scrape-time figures come from; upstreams only when the app has the upstream module. */
 export interface ScrapeSources {
   connections: ConnectionRegistry;
+  /** The protocols served: their connections are reported, zero included, so dashboards show them. */
+  protocols: ProtocolRegistry;
   sessions: SessionService;
   tools: ToolRegistryService;
   upstreams?: UpstreamServersService;
@@ -35,7 +37,7 @@ export function registerScrapeTimeMetrics(registry: Registry, sources: ScrapeSou
     registers: [registry],
     collect() {
       this.reset();
-      const counts = new Map<string, number>(KNOWN_PROTOCOLS.map((protocol) => [protocol, 0]));
+      const counts = new Map<string, number>(sources.protocols.names().map((protocol) => [protocol, 0]));
       for (const connection of sources.connections.list()) counts.set(connection.protocol, (counts.get(connection.protocol) ?? 0) + 1);
       for (const [protocol, count] of counts) this.labels(protocol).set(count);
     },

@@ -1,24 +1,35 @@
 import { Logger, Module } from '@nestjs/common';
-import { BearerAuthGuard } from '../../src/core/auth/bearer-auth.guard';
-import { describeException } from '../../src/core/errors/describe-exception';
-import { GatewayError, GatewayErrorCode } from '../../src/core/errors/gateway-error';
-import { thenMaybe } from '../../src/core/maybe-promise';
-import { ToolCallScope } from '../../src/core/tools/tool-call-scope';
-import { ToolCallService } from '../../src/core/tools/tool-call.service';
-import type { FrameConnection, GatewayConnection } from '../../src/core/ws/connection';
-import { ConnectionRegistry } from '../../src/core/ws/connection-registry';
-import { OnFrame } from '../../src/core/ws/on-frame.decorator';
-import { ProtocolGateway, ProtocolGatewayHooks } from '../../src/core/ws/protocol-gateway.decorator';
-import { CalculatorModule } from '../../src/examples/calculator/calculator.module';
+import { mkdtempSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import {
+  BearerAuthGuard,
+  CalculatorModule,
+  ConnectionRegistry,
+  describeException,
+  type FrameConnection,
+  type GatewayConnection,
+  GatewayError,
+  GatewayErrorCode,
+  OnFrame,
+  ProtocolGateway,
+  type ProtocolGatewayHooks,
+  ProtocolRegistry,
+  thenMaybe,
+  ToolCallScope,
+  ToolCallService,
+} from '../../src';
 import { RunningGateway, startGateway } from '../support/gateway';
 import { eventually } from '../support/probing';
 import { TestSocket, UpgradeRefused } from '../support/test-socket';
 
 /**
- * A fifth protocol, written by following docs/architecture.md ("Adding a protocol") alone: a
- * gateway class on a route, a schema per frame, a handler per frame, errors in its own words,
- * tool calls through the core. Everything the route decides (auth at the upgrade, the
- * connection cap, the keep-alive, frames checked and refused) it gets without code of its own.
+ * A fifth protocol, written by following docs/architecture.md ("Adding a protocol") alone, and
+ * from the package's entry alone: a gateway class on a route, a schema per frame, a handler per
+ * frame, errors in its own words, tool calls through the core. Everything the route decides
+ * (auth at the upgrade, the connection cap, the keep-alive, frames checked and refused) it gets
+ * without code of its own; and the route's protocol is one the core knows: tokens may be
+ * granted it, its connections are counted in the metrics and it is in the startup summary.
  */
 const callSchema = {
   type: 'object',
@@ -70,14 +81,40 @@ class EchoGateway implements ProtocolGatewayHooks<{ calls: number }> {
 @Module({ providers: [EchoGateway] })
 class EchoModule {}
 
+/** Named tokens: one granted the echo protocol alone, one granted MCP alone. */
+const TOKENS = `
+tokens:
+  - name: echo-only
+    token: echo-only-secret
+    protocols: [echo]
+  - name: mcp-only
+    token: mcp-only-secret
+    protocols: [mcp]
+`;
+
 describe('a protocol added by copying the pattern', () => {
   let gateway: RunningGateway;
+  let dir: string;
   const headers = { Authorization: 'Bearer echo-token' };
+  const logged: string[] = [];
 
   beforeAll(async () => {
-    gateway = await startGateway({ AUTH_TOKENS: 'echo-token', CLOUD_PING_INTERVAL: 0.05, CLOUD_PING_TIMEOUT: 0.3 }, [CalculatorModule, EchoModule]);
+    dir = mkdtempSync(join(tmpdir(), 'vtg-echo-'));
+    writeFileSync(join(dir, 'tokens.yaml'), TOKENS, { mode: 0o600 });
+    const log = jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void logged.push(String(message)));
+    try {
+      gateway = await startGateway(
+        { AUTH_TOKENS: 'echo-token', AUTH_TOKENS_FILE: join(dir, 'tokens.yaml'), CLOUD_PING_INTERVAL: 0.05, CLOUD_PING_TIMEOUT: 0.3 },
+        [CalculatorModule, EchoModule],
+      );
+    } finally {
+      log.mockRestore();
+    }
   });
-  afterAll(() => gateway.close());
+  afterAll(async () => {
+    await gateway.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('serves its frames, calls tools through the core, and words failures its own way', async () => {
     const client = await TestSocket.open(gateway.ws('/echo'), { headers });
@@ -115,5 +152,36 @@ describe('a protocol added by copying the pattern', () => {
     expect(await first.closed).toEqual({ code: 1001, reason: 'Heartbeat timeout' });
     expect(second.socket.readyState).toBe(second.socket.OPEN);
     await second.close();
+  });
+
+  it('is a protocol tokens may be granted: a token granted echo opens it, a token granted mcp alone is refused at the upgrade', async () => {
+    const granted = await TestSocket.open(gateway.ws('/echo'), { headers: { Authorization: 'Bearer echo-only-secret' } });
+    expect(await granted.next()).toEqual({ type: 'hello', you: 'name:echo-only' });
+    await granted.close();
+    const refused = (await TestSocket.open(gateway.ws('/echo'), { headers: { Authorization: 'Bearer mcp-only-secret' } }).catch(
+      (error) => error,
+    )) as UpgradeRefused;
+    expect(refused).toBeInstanceOf(UpgradeRefused);
+    expect([refused.status, JSON.parse(refused.body).error.message]).toEqual([403, 'Token "mcp-only" may not use echo (its protocols: mcp)']);
+  });
+
+  it('has its connections counted in the metrics, zero included', async () => {
+    await eventually(() => gateway.app.get(ConnectionRegistry).count('echo') === 0, 'the earlier connections gone');
+    const metrics = await (await fetch(gateway.http('/metrics'), { headers })).text();
+    expect(metrics).toMatch(/^gateway_connections\{protocol="echo"\} 0$/m);
+    expect(gateway.app.get(ProtocolRegistry).names()).toEqual(['llm', 'mcp', 'litemcp', 'utcp', 'echo']);
+  });
+
+  it('is in the startup summary, after the protocols of the gateway', () => {
+    const protocolLines = logged.filter((line) => /^(LLM gateway|MCP|LiteMCP|UTCP|echo): /.test(line));
+    expect(protocolLines.map((line) => line.split(':')[0])).toEqual(['LLM gateway', 'MCP', 'LiteMCP', 'UTCP', 'echo']);
+    expect(protocolLines).toContain(`echo: ${gateway.ws('/echo')}`);
+  });
+
+  it('is one of the protocols a tokens file may name: naming one nobody serves stops the boot', async () => {
+    writeFileSync(join(dir, 'unknown.yaml'), 'tokens: [{name: ftp, token: ftp-secret, protocols: [ftp]}]', { mode: 0o600 });
+    await expect(startGateway({ AUTH_TOKENS_FILE: join(dir, 'unknown.yaml') }, [EchoModule])).rejects.toThrow(
+      /tokens\[0\] "ftp": protocols must be a list of llm, mcp, litemcp, utcp, echo$/m,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { loadGatewayConfig } from '../../config/gateway-config';
+import { ProtocolRegistry } from '../protocols/protocol-registry';
 import { ANONYMOUS_PRINCIPAL, AccessTokenService } from './access-token.service';
 import { offersCredential, readBearerToken } from './bearer-token';
 
@@ -31,8 +32,10 @@ describe('AccessTokenService', () => {
 });
 
 describe('AccessTokenService with OIDC_ISSUERS', () => {
+  const protocols = new ProtocolRegistry();
+  protocols.declare({ name: 'mcp', protectedResource: '/mcp' });
   const service = (settings: Record<string, string> = {}) =>
-    new AccessTokenService(loadGatewayConfig({ OIDC_ISSUERS: 'https://idp.test/realms/main', PUBLIC_URL: 'https://gateway.test/', ...settings }));
+    new AccessTokenService(loadGatewayConfig({ OIDC_ISSUERS: 'https://idp.test/realms/main', PUBLIC_URL: 'https://gateway.test/', ...settings }), protocols);
   const jwtShaped = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"iss":"https://evil.test","sub":"x"}').toString('base64url')}.c2ln`;
 
   it('turns auth on, answers static tokens at once, and an unknown one with 401 invalid_token', () => {
@@ -50,9 +53,13 @@ describe('AccessTokenService with OIDC_ISSUERS', () => {
     expect(await result).toEqual({ ok: false, status: 401, reason: 'Invalid token: its issuer is not trusted', error: 'invalid_token' });
   });
 
-  it('words the challenges of RFC 6750 and RFC 9728', () => {
+  it("words the challenges of RFC 6750 and RFC 9728, pointing at a protocol's own protected resource under its path", () => {
     const tokens = service();
     expect(tokens.challenge(undefined, '/mcp', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp"');
+    expect(tokens.challenge(undefined, '/mcp/devices/d1', 'x')).toBe(
+      'Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource/mcp"',
+    );
+    expect(tokens.challenge(undefined, '/mcpx', 'x')).toBe('Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource"');
     expect(tokens.challenge('invalid_token', '/tools', 'x')).toBe(
       'Bearer resource_metadata="https://gateway.test/.well-known/oauth-protected-resource", error="invalid_token"',
     );

@@ -1,8 +1,9 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { readFileSync, statSync } from 'fs';
 import { timingSafeEqual } from 'crypto';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { MaybePromise } from '../maybe-promise';
+import { ProtocolRegistry } from '../protocols/protocol-registry';
 import { watchFileChanges } from './file-watch';
 import { FULL_ACCESS, Grant, NO_ACCESS } from './grant';
 import { JwtAccessTokens, type JwtVerification, looksLikeJwt, OIDC_PRINCIPAL_PREFIX } from './jwt-access-tokens';
@@ -58,11 +59,13 @@ interface Realm {
  * The named tokens of `AUTH_TOKENS_FILE` are accepted in every realm, each as `name:<name>`,
  * with what the file lets it do ({@link grantOf}). The file is read at start (a bad file stops
  * the gateway) and again whenever it changes; a bad new version is refused with a log line and
- * the previous tokens stay. Grants are looked up on every use, so a reload changes what live
+ * the previous tokens stay. The protocols a token names are checked against the
+ * {@link ProtocolRegistry} once every module has declared its own (`onApplicationBootstrap`),
+ * and on every reload. Grants are looked up on every use, so a reload changes what live
  * connections may do at once.
  */
 @Injectable()
-export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
+export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Auth');
   private readonly realms = new Map<string, Realm>();
   private named: NamedToken[] = [];
@@ -79,8 +82,13 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
   private rulesVersion = 0;
   /** Each JWT principal's facts and grant, as of its latest authentication (bounded, least recent out first). */
   private readonly jwtGrants = new Map<string, { facts: JwtFacts; grant: Grant; version: number }>();
+  /** Whether every protocol has declared itself, so that a token may name only those. */
+  private protocolsKnown = false;
 
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Optional() private readonly protocols?: ProtocolRegistry,
+  ) {
     this.jwts = new JwtAccessTokens(config.auth.oidc);
     this.introspection = new TokenIntrospection(config.auth.oidc);
     this.realms.set(SHARED_REALM, { digests: config.auth.tokens.map(tokenDigest), openWithoutTokens: true });
@@ -96,6 +104,13 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
       () => this.reload(),
       (error) => this.logger.warn(`Cannot watch AUTH_TOKENS_FILE ${path} for changes: ${error.message}`),
     );
+  }
+
+  /** Every protocol is declared by now: a file naming one that is not stops the boot. */
+  onApplicationBootstrap(): void {
+    this.protocolsKnown = true;
+    const path = this.config.auth.tokensFile;
+    if (path !== undefined && this.lastText !== undefined) parseTokensDocument(this.lastText, path, this.grantableProtocols());
   }
 
   onModuleDestroy(): void {
@@ -158,16 +173,17 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * The `WWW-Authenticate` challenge of a 401 for a request to `path` (RFC 6750, RFC 9728): with
-   * `OIDC_ISSUERS`, it points at the protected resource metadata (path-suffixed for `/mcp`), so
-   * OAuth clients (MCP's) find the authorization server; `error="invalid_token"` when a token was
-   * given. `host` stands in for `PUBLIC_URL` when that is unset.
+   * `OIDC_ISSUERS`, it points at the protected resource metadata (path-suffixed for a protocol's
+   * own resource, its `protectedResource` in the {@link ProtocolRegistry}), so OAuth clients
+   * (MCP's) find the authorization server; `error="invalid_token"` when a token was given.
+   * `host` stands in for `PUBLIC_URL` when that is unset.
    */
   challenge(error: 'invalid_token' | 'insufficient_scope' | undefined, path: string, host: string | undefined, scope?: string): string {
     const parts: string[] = [];
     if (this.jwts.enabled) {
       const base = this.config.auth.publicUrl ?? `http://${host ?? 'localhost'}`;
-      const suffix = path === '/mcp' || path.startsWith('/mcp/') ? '/mcp' : '';
-      parts.push(`resource_metadata="${base}/.well-known/oauth-protected-resource${suffix}"`);
+      const resource = this.protocols?.protectedResourceOf(path) ?? '';
+      parts.push(`resource_metadata="${base}/.well-known/oauth-protected-resource${resource}"`);
     }
     if (error) parts.push(`error="${error}"`);
     if (scope !== undefined) parts.push(`scope="${scope}"`);
@@ -277,7 +293,7 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     } catch (error) {
       throw new TokensFileError(path, [`cannot be read: ${(error as Error).message}`]);
     }
-    const document = parseTokensDocument(content, path);
+    const document = parseTokensDocument(content, path, this.grantableProtocols());
     this.lastText = content;
     return document;
   }
@@ -287,6 +303,11 @@ export class AccessTokenService implements OnModuleInit, OnModuleDestroy {
     this.rulesVersion++;
     this.named = tokens;
     this.grants = new Map(tokens.map((token) => [`${NAMED_PREFIX}${token.name}`, token.grant]));
+  }
+
+  /** The protocols a token may name: the registry's once it is complete, any until then. */
+  private grantableProtocols(): string[] | undefined {
+    return this.protocolsKnown ? this.protocols?.names() : undefined;
   }
 
   private realm(name: string): Realm {

@@ -1,8 +1,3 @@
-/** The protocols a token may be limited to (`protocols` in the tokens file). */
-export const GRANTABLE_PROTOCOLS = ['llm', 'mcp', 'litemcp', 'utcp'] as const;
-
-export type GrantableProtocol = (typeof GRANTABLE_PROTOCOLS)[number];
-
 /**
  * What a principal may do: the tokens file's entry for a named token, everything for
  * `AUTH_TOKENS` and for anonymous callers. Absent limits mean no restriction.

@@ -1,7 +1,7 @@
 import { grantByRules, JwtFacts, ruleMatches, scopesForTool, scopesOfRules } from './oidc-rules';
 import { parseTokensDocument, TokensFileError } from './tokens-file';
 
-const parse = (text: string) => parseTokensDocument(text, '/etc/tokens.yaml');
+const parse = (text: string) => parseTokensDocument(text, '/etc/tokens.yaml', ['llm', 'mcp']);
 
 const facts = (claims: Record<string, unknown>, scopes: string[] = []): JwtFacts => ({
   issuer: 'https://idp.test',

@@ -4,14 +4,19 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { loadGatewayConfig } from '../../config/gateway-config';
+import { ProtocolRegistry } from '../protocols/protocol-registry';
 import { AccessTokenService } from './access-token.service';
 import { FULL_ACCESS, NO_ACCESS } from './grant';
 import { parseTokensDocument, parseTokensFile, TokensFileError } from './tokens-file';
 import { toolMatcher } from './tool-pattern';
 
-const problemsOf = (text: string): string[] => {
+/** What the gateway's protocols would be: a token's `protocols` are checked against what is served. */
+const PROTOCOLS = ['llm', 'mcp', 'litemcp', 'utcp'];
+
+/** The problems of a file, its protocols checked against `protocols` (`null`: not yet known). */
+const problemsOf = (text: string, protocols: readonly string[] | null = PROTOCOLS): string[] => {
   try {
-    parseTokensFile(text, 'tokens.yaml');
+    parseTokensFile(text, 'tokens.yaml', protocols ?? undefined);
   } catch (error) {
     if (error instanceof TokensFileError) return error.problems;
     throw error;
@@ -178,6 +183,15 @@ describe('parseTokensFile', () => {
     expect(problemsOf(text)).toEqual(expect.arrayContaining([expect.stringMatching(problem)]));
   });
 
+  it('takes any protocol names until the protocols served are known, but only names', () => {
+    expect(problemsOf('tokens: [{name: a, token: abcdefgh, protocols: [echo, mcp]}]', null)).toEqual([]);
+    for (const protocols of ['[""]', '[1]', 'mcp']) {
+      expect(problemsOf(`tokens: [{name: a, token: abcdefgh, protocols: ${protocols}}]`, null)).toEqual([
+        'tokens[0] "a": protocols must be a list of protocol names',
+      ]);
+    }
+  });
+
   it('reports every problem of a file at once', () => {
     expect(problemsOf('tokens: [{name: a, token: abc, llm: 1}, {name: b}]')).toHaveLength(3);
   });
@@ -239,6 +253,28 @@ describe('AccessTokenService with AUTH_TOKENS_FILE', () => {
     expect(tokens.reload()).toBe(false);
     expect(tokens.grantOf('name:kitchen').mayUseTool('calculator')).toBe(true);
     expect(tokens.reload()).toBe(false);
+  });
+
+  it('checks the protocols a token names against the registry once every module declared its own, and on every reload', () => {
+    const registry = new ProtocolRegistry();
+    const withRegistry = () => new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS_FILE: path }), registry);
+    write('tokens: [{name: a, token: abcdefgh, protocols: [echo]}]');
+    const early = withRegistry();
+    registry.declare({ name: 'mcp' });
+    expect(() => early.onApplicationBootstrap()).toThrow(/tokens\[0\] "a": protocols must be a list of mcp$/m);
+    registry.declare({ name: 'echo' });
+    const tokens = withRegistry();
+    tokens.onApplicationBootstrap();
+    expect(tokens.grantOf('name:a').protocols).toEqual(new Set(['echo']));
+    write('tokens: [{name: a, token: abcdefgh, protocols: [ftp]}]');
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      expect(tokens.reload()).toBe(false);
+      expect(errors).toHaveBeenCalledWith(expect.stringMatching(/protocols must be a list of mcp, echo\nKeeping the 1 token/));
+    } finally {
+      errors.mockRestore();
+    }
+    expect(tokens.grantOf('name:a').protocols).toEqual(new Set(['echo']));
   });
 
   it('warns when the file is readable by others', () => {

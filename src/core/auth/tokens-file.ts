@@ -2,7 +2,7 @@ import { createHash } from 'crypto';
 import { parse } from 'yaml';
 import { StartupError } from '../../shared/startup-error';
 import { isPlainObject } from '../plain-object';
-import { GRANTABLE_PROTOCOLS, Grant } from './grant';
+import { Grant } from './grant';
 import { TOOL_PATTERN, toolMatcher } from './tool-pattern';
 
 /** One token of the file: its name, the SHA-256 digest of its secret, and what it may do. */
@@ -71,10 +71,12 @@ export interface TokensDocument {
 /**
  * Reads a tokens file (YAML, which JSON is a subset of) into its named tokens. Every problem is
  * reported at once, each with where it is (`tokens[1] "kitchen": ...`), and unknown keys are
- * problems too: a misspelt `tool:` must not silently grant every tool.
+ * problems too: a misspelt `tool:` must not silently grant every tool. `protocols` lists what a
+ * token's `protocols` may name; without it any names are taken (the protocols are not all known
+ * when the file is first read, see `AccessTokenService`).
  */
-export function parseTokensFile(text: string, path: string): NamedToken[] {
-  return parseTokensDocument(text, path).tokens;
+export function parseTokensFile(text: string, path: string, protocols?: readonly string[]): NamedToken[] {
+  return parseTokensDocument(text, path, protocols).tokens;
 }
 
 const DOCUMENT_KEYS = new Set(['tokens', 'oidc']);
@@ -83,7 +85,7 @@ const MATCH_KEYS = new Set(['scope', 'groups', 'roles', 'sub', 'client_id', 'iss
 const GRANT_KEYS = new Set(['protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices']);
 
 /** {@link parseTokensFile}, with the `oidc` rules (a file may hold only those). */
-export function parseTokensDocument(text: string, path: string): TokensDocument {
+export function parseTokensDocument(text: string, path: string, protocols?: readonly string[]): TokensDocument {
   let document: unknown;
   try {
     document = parse(text);
@@ -103,7 +105,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
   ((document.tokens as unknown[] | undefined) ?? []).forEach((entry: unknown, index: number) => {
     const where = `tokens[${index}]${isPlainObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
     const entryProblems: string[] = [];
-    const token = readEntry(entry, (problem) => entryProblems.push(`${where}: ${problem}`));
+    const token = readEntry(entry, (problem) => entryProblems.push(`${where}: ${problem}`), protocols);
     problems.push(...entryProblems);
     if (!token || entryProblems.length > 0) return;
     if (names.has(token.name)) problems.push(`${where}: the name is used twice`);
@@ -120,7 +122,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
   ((Array.isArray(document.oidc) ? document.oidc : []) as unknown[]).forEach((entry, index) => {
     const where = `oidc[${index}]${isPlainObject(entry) && typeof entry.name === 'string' ? ` "${entry.name}"` : ''}`;
     const ruleProblems: string[] = [];
-    const rule = readRule(entry, index, (problem) => ruleProblems.push(`${where}: ${problem}`));
+    const rule = readRule(entry, index, (problem) => ruleProblems.push(`${where}: ${problem}`), protocols);
     problems.push(...ruleProblems);
     if (rule && ruleProblems.length === 0) oidc.push(rule);
   });
@@ -128,7 +130,7 @@ export function parseTokensDocument(text: string, path: string): TokensDocument 
   return { tokens, oidc };
 }
 
-function readRule(entry: unknown, index: number, problem: (message: string) => void): OidcRule | undefined {
+function readRule(entry: unknown, index: number, problem: (message: string) => void, known?: readonly string[]): OidcRule | undefined {
   if (!isPlainObject(entry)) {
     problem('must be an object: {match: {...}, grant: {...}}');
     return undefined;
@@ -165,11 +167,11 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
   for (const key of Object.keys(body)) {
     if (!GRANT_KEYS.has(key)) problem(`grant: unknown key "${key}" (known: ${[...GRANT_KEYS].join(', ')})`);
   }
-  const read = readGrant(body, (message) => problem(`grant: ${message}`), ruleName);
+  const read = readGrant(body, (message) => problem(`grant: ${message}`), ruleName, known);
   return { name: ruleName, match: conditions, grant: read, toolPatterns: Array.isArray(body.tools) ? (body.tools as string[]) : undefined };
 }
 
-function readEntry(entry: unknown, problem: (message: string) => void): NamedToken | undefined {
+function readEntry(entry: unknown, problem: (message: string) => void, known?: readonly string[]): NamedToken | undefined {
   if (!isPlainObject(entry)) {
     problem('must be an object with a name and a token (or sha256)');
     return undefined;
@@ -193,16 +195,18 @@ function readEntry(entry: unknown, problem: (message: string) => void): NamedTok
     { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices },
     problem,
     typeof name === 'string' ? name : '',
+    known,
   );
   if (digest === undefined || typeof name !== 'string') return undefined;
   return { name, digest, grant };
 }
 
 /** The grant of a tokens-file entry or an `oidc` rule, checked as rigorously either way. */
-function readGrant(entry: Record<string, unknown>, problem: (message: string) => void, name: string): Grant {
+function readGrant(entry: Record<string, unknown>, problem: (message: string) => void, name: string, known?: readonly string[]): Grant {
   const { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
-  if (protocols !== undefined && (!Array.isArray(protocols) || protocols.some((p) => !(GRANTABLE_PROTOCOLS as readonly unknown[]).includes(p)))) {
-    problem(`protocols must be a list of ${GRANTABLE_PROTOCOLS.join(', ')}`);
+  const isProtocol = (p: unknown) => (known ? known.includes(p as string) : typeof p === 'string' && p !== '');
+  if (protocols !== undefined && (!Array.isArray(protocols) || !protocols.every(isProtocol))) {
+    problem(`protocols must be a list of ${known ? known.join(', ') : 'protocol names'}`);
   }
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => typeof t !== 'string' || !TOOL_PATTERN.test(t)))) {
     problem('tools must be a list of tool names and globs ("get_*", "device.*": letters, digits, "_", "." and "*")');

@@ -1,39 +1,32 @@
 import type { AddressInfo } from 'net';
 import { GatewayConfig, hasTokens } from '../../config/gateway-config';
+import type { ProtocolRegistry } from '../protocols/protocol-registry';
 import { redactUrl } from './redact';
 
 /**
  * The host to put in URLs a person can open: a wildcard bind (`0.0.0.0`, `::`) is reachable
  * as localhost from the machine itself; IPv6 literals need brackets.
  */
-function hostForUrls(host: string): string {
+export function hostForUrls(host: string): string {
   if (host === '0.0.0.0' || host === '::' || host === '') return 'localhost';
   return host.includes(':') ? `[${host}]` : host;
 }
 
 /**
- * What an operator needs at a glance once the gateway listens: where each protocol and the
- * console are, which model it talks to, whether auth is on, where sessions live. One line
- * each; secrets never appear (the model server's and Redis's credentials are redacted, the
- * generated MCP token is only said to exist: it is shown once on its own, see mcp-realm.ts).
- * The first line, `Listening on host:port`, is what scripts and tests wait for.
+ * What an operator needs at a glance once the gateway listens: where each protocol (as it
+ * declared itself in `protocols`, in that order) and the console are, which model it talks
+ * to, whether auth is on, where sessions live. One line each; secrets never appear (the model
+ * server's and Redis's credentials are redacted, the generated MCP token is only said to
+ * exist: it is shown once on its own, see mcp-realm.ts). The first line, `Listening on host:port`, is what scripts and tests wait for.
  */
-export function startupSummary(config: GatewayConfig, address: AddressInfo): string[] {
+export function startupSummary(config: GatewayConfig, address: AddressInfo, protocols: ProtocolRegistry): string[] {
   const host = hostForUrls(config.server.host);
   const http = `http://${host}:${address.port}`;
   const ws = `ws://${host}:${address.port}`;
-  const { mcp, llm, auth, session } = config;
+  const { llm, auth, session } = config;
   const lines = [`Listening on ${config.server.host}:${address.port}`];
   lines.push(config.console.enabled ? `Web console: ${http}/` : 'Web console: off (CONSOLE_ENABLED=false)');
-  lines.push(`LLM gateway: ${ws}/ (and ${ws}/llm)`);
-  if (mcp.enabled) {
-    const dedicated = mcp.ws.port === 0 ? '' : `; WebSocket also on ws://${hostForUrls(mcp.ws.host)}:${mcp.ws.port}/`;
-    lines.push(`MCP: ${http}/mcp (Streamable HTTP) and ${ws}/mcp (WebSocket)${dedicated}`);
-  } else {
-    lines.push('MCP: off (MCP_ENABLED=false)');
-  }
-  lines.push(`LiteMCP: ${ws}/litemcp/<tool> (WebSocket, HTTP GET and POST)`);
-  lines.push(`UTCP: ${http}/utcp (manual), ${ws}/utcp (provider), ${ws}/utcp/<tool>`);
+  lines.push(...protocols.summaryLines({ http, ws, config }));
   lines.push(`Tool catalogue: ${http}/tools; health: ${http}/health`);
   lines.push(`Model: ${llm.model} at ${redactUrl(llm.baseUrl)}${llm.apiKey ? ' (with LLM_API_KEY)' : ''}`);
   lines.push(`Auth: ${authLine(config)}`);

@@ -1,6 +1,7 @@
 import { NestInterceptor, Type } from '@nestjs/common';
 import { INTERCEPTORS_METADATA } from '@nestjs/common/constants';
 import { WebSocketGateway } from '@nestjs/websockets';
+import { GATEWAY_OPTIONS } from '@nestjs/websockets/constants';
 import type { GatewayConfig } from '../../config/gateway-config';
 import type { FrameConnection, GatewayConnection } from './connection';
 import { HeartbeatInterceptor } from './heartbeat.interceptor';
@@ -149,4 +150,11 @@ export function ProtocolGateway(options: ProtocolGatewayOptions): ClassDecorator
     const route: ProtocolRouteOptions = { ...options, gateway: target as unknown as Type<AnyProtocolGateway> };
     WebSocketGateway(0, route)(target);
   };
+}
+
+/** The route `@ProtocolGateway` put on `type`; `undefined` for anything but a protocol's gateway. */
+export function protocolRouteOf(type: unknown): ProtocolRouteOptions | undefined {
+  if (typeof type !== 'function') return undefined;
+  const options = Reflect.getMetadata(GATEWAY_OPTIONS, type) as Partial<ProtocolRouteOptions> | undefined;
+  return options?.gateway === type && typeof options.protocol === 'string' ? (options as ProtocolRouteOptions) : undefined;
 }
