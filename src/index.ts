@@ -57,5 +57,8 @@ export type { MaybePromise } from './core/maybe-promise';
 export { ProtocolRegistry } from './core/protocols/protocol-registry';
 export type { ProtocolDeclaration, ProtocolSummaryContext } from './core/protocols/protocol-registry';
 export { GatewayProtocol } from './core/auth/gateway-protocol.decorator';
+export { Public } from './core/auth/route-access';
+export { CallScope, ProtocolController } from './core/http/protocol-controller.decorator';
+export type { ProtocolControllerOptions } from './core/http/protocol-controller.decorator';
 export { HttpErrorFormats } from './core/http/http-error-formats';
 export type { HttpErrorFormatter } from './core/http/http-error-formats';
