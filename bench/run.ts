@@ -1,3 +1,4 @@
+import { benchAudio } from './suites/audio';
 import { benchFleet } from './suites/fleet';
 import { benchGlobAbuse } from './suites/fleet-glob-abuse';
 import { benchHolding } from './suites/fleet-holding';
@@ -49,6 +50,7 @@ const SUITES = {
     benchGlobAbuse(smoke ? { devices: 20, durationMs: 300, pingEveryMs: 10 } : { devices: 2000, durationMs: 5000, pingEveryMs: 10 }),
   holding: (smoke: boolean) =>
     benchHolding(smoke ? { devices: 5, pushes: 4, chars: 200, concurrency: 4 } : { devices: 200, pushes: 16, chars: 2000, concurrency: 16 }),
+  audio: (smoke: boolean) => benchAudio(smoke ? { rounds: 1, repeats: 1 } : { rounds: 5, repeats: 10 }),
 };
 type SuiteName = keyof typeof SUITES;
 

@@ -13,8 +13,8 @@ die() { say "$@"; exit 1; }
 # @sparticuz/chromium for the packaged one); gcc (with its sanitizer runtimes) and clang (with its
 # sanitizer and fuzzer runtime), both of which build the C client, make and cmake (which only
 # recommends gcc and make), libwebsockets and cJSON; valgrind for the C client's leak check;
-# python3-websockets for the spec's Python client.
-packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets)
+# python3-websockets for the spec's Python client; espeak-ng, real speech for the audio tests.
+packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets espeak-ng)
 case "${CHROMIUM_PATH:-}" in
   '') packages=(chromium "${packages[@]}") ;;
   @sparticuz/chromium) ;;
@@ -35,7 +35,7 @@ if command -v dpkg-query >/dev/null; then
 else
   # No Debian packages to ask about or install: look for the programs, headers, libraries and
   # module themselves (the browser tests fall back to the Chromium in @sparticuz/chromium).
-  for program in gcc make cmake clang valgrind python3; do
+  for program in gcc make cmake clang valgrind python3 espeak-ng; do
     command -v "$program" >/dev/null || missing+=("$program")
   done
   if command -v clang >/dev/null; then

@@ -121,6 +121,13 @@ describe('gateway configuration', () => {
     );
   });
 
+  it('reads the voice activity settings, and refuses an end threshold above the start threshold', () => {
+    expect(loadGatewayConfig({}).voice.vad).toEqual({ startThreshold: 0.5, endThreshold: 0.35, minSpeechMs: 250, silenceMs: 700 });
+    expect(loadGatewayConfig({ VAD_THRESHOLD: '0.6', VAD_SILENCE_MS: '500' }).voice.vad).toMatchObject({ startThreshold: 0.6, silenceMs: 500 });
+    expect(() => loadGatewayConfig({ VAD_THRESHOLD: '0.3' })).toThrow(/VAD_END_THRESHOLD \(0.35\) must not be above VAD_THRESHOLD \(0.3\)/);
+    expect(() => loadGatewayConfig({ VAD_SILENCE_MS: '10' })).toThrow(/VAD_SILENCE_MS/);
+  });
+
   it("refuses the MCP spec's placeholder token unless it is explicitly allowed", () => {
     expect(() => loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!' })).toThrow(/MCP_WS_AUTH_TOKEN is the spec's placeholder "ChangeMe!"/);
     expect(loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' }).mcp.ws.authToken).toBe('ChangeMe!');

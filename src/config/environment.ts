@@ -973,6 +973,41 @@ export class EnvironmentVariables {
   @IsString()
   @MinLength(1)
   OTEL_SERVICE_NAME = 'voice-tool-gateway';
+
+  @Setting({ group: 'voice', about: 'Speech probability (0 to 1) at or above which Silero VAD takes a 32 ms window as the start of speech.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  @Max(0.99)
+  VAD_THRESHOLD = 0.5;
+
+  @Setting({
+    group: 'voice',
+    about:
+      'Speech probability below which a window counts as silence once speech has started; at most `VAD_THRESHOLD`, so a voice that dips between words is not cut.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  @Max(0.99)
+  VAD_END_THRESHOLD = 0.35;
+
+  @Setting({ group: 'voice', unit: 'milliseconds', about: 'Speech shorter than this is ignored (a cough, a click).' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  VAD_MIN_SPEECH_MS = 250;
+
+  @Setting({
+    group: 'voice',
+    unit: 'milliseconds',
+    about:
+      "Silence that ends an utterance: longer than the pauses between words, short enough that the answer is not kept waiting (xiaozhi-esp32-server's default).",
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(100)
+  VAD_SILENCE_MS = 700;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
@@ -1010,6 +1045,13 @@ interface CrossCheck {
 }
 
 const CROSS_CHECKS: readonly CrossCheck[] = [
+  {
+    names: ['VAD_THRESHOLD', 'VAD_END_THRESHOLD'],
+    problem: (env) =>
+      env.VAD_END_THRESHOLD > env.VAD_THRESHOLD
+        ? `VAD_END_THRESHOLD (${env.VAD_END_THRESHOLD}) must not be above VAD_THRESHOLD (${env.VAD_THRESHOLD})`
+        : undefined,
+  },
   {
     names: ['LLM_SYSTEM_PROMPT', 'LLM_SYSTEM_PROMPT_FILE'],
     problem: (env) =>

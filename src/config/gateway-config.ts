@@ -125,6 +125,10 @@ export interface GatewayConfig {
     /** Characters of a tool's result a `tool_call` frame echoes; past it, a preview and the size. */
     toolCallEchoChars: number;
   };
+  /** When a voice device's user starts and stops talking. */
+  voice: {
+    vad: { startThreshold: number; endThreshold: number; minSpeechMs: number; silenceMs: number };
+  };
   mcp: {
     enabled: boolean;
     serverName: string;
@@ -328,6 +332,9 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       fillerDelayMs: seconds(env.TOOL_FILLER_DELAY),
       maxToolResultChars: env.LLM_MAX_TOOL_RESULT_CHARS,
       toolCallEchoChars: env.LLM_TOOL_CALL_ECHO_CHARS,
+    },
+    voice: {
+      vad: { startThreshold: env.VAD_THRESHOLD, endThreshold: env.VAD_END_THRESHOLD, minSpeechMs: env.VAD_MIN_SPEECH_MS, silenceMs: env.VAD_SILENCE_MS },
     },
     mcp: {
       enabled: env.MCP_ENABLED,

@@ -11,6 +11,7 @@ export const SETTING_GROUPS = {
   auth: { title: 'Auth', about: 'One bearer-token check for every protocol, and which browser pages and host names may reach the gateway.' },
   llm: { title: 'LLM', about: 'The OpenAI-compatible model server (vLLM, Ollama, OpenAI, ...) and how a turn uses it.' },
   tools: { title: 'Tools', about: 'Server tools: their time limit, and where the built-in tools get their data.' },
+  voice: { title: 'Voice', about: "How a voice device's audio is heard: when its user starts and stops talking (Silero VAD)." },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },
   fleet: {
     title: 'Fleet',

@@ -147,4 +147,9 @@ describe('the benchmarks, in smoke mode', () => {
     expect(holding.map((figure) => figure.store).sort()).toEqual(['memory', 'redis']);
     for (const figure of holding) expect(figure).toMatchObject({ bytes_per_push: expect.any(Number), kb_per_device_at_bound: expect.any(Number) });
   });
+
+  it('measures what two-way device audio costs with the chosen codec, resampler and VAD', () => {
+    const [audio] = figures.filter((figure) => figure.figure === 'audio_two_way_cpu');
+    expect(audio).toMatchObject({ cpu_us_per_audio_s: { uplink_decode_vad: positive, downlink_resample_encode: positive, two_way: positive } });
+  });
 });
