@@ -13,8 +13,11 @@ die() { say "$@"; exit 1; }
 # @sparticuz/chromium for the packaged one); gcc (with its sanitizer runtimes) and clang (with its
 # sanitizer and fuzzer runtime), both of which build the C client, make and cmake (which only
 # recommends gcc and make), libwebsockets and cJSON; valgrind for the C client's leak check;
-# python3-websockets for the spec's Python client.
-packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets)
+# python3-websockets for the spec's Python client; python3-pocketsphinx and its English model
+# (pocketsphinx-en-us), the real speech recognizer behind the speech engines' tests, which hears
+# what espeak-ng says.
+packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets
+  python3-pocketsphinx pocketsphinx-en-us espeak-ng)
 case "${CHROMIUM_PATH:-}" in
   '') packages=(chromium "${packages[@]}") ;;
   @sparticuz/chromium) ;;
@@ -35,7 +38,7 @@ if command -v dpkg-query >/dev/null; then
 else
   # No Debian packages to ask about or install: look for the programs, headers, libraries and
   # module themselves (the browser tests fall back to the Chromium in @sparticuz/chromium).
-  for program in gcc make cmake clang valgrind python3; do
+  for program in gcc make cmake clang valgrind python3 espeak-ng; do
     command -v "$program" >/dev/null || missing+=("$program")
   done
   if command -v clang >/dev/null; then
@@ -51,6 +54,9 @@ else
   fi
   if command -v python3 >/dev/null && ! python3 -c 'import websockets' >/dev/null 2>&1; then
     missing+=("Python's websockets module")
+  fi
+  if ! /usr/bin/python3 -c 'import pocketsphinx' >/dev/null 2>&1; then
+    missing+=("pocketsphinx for /usr/bin/python3, with its en-us model in /usr/share/pocketsphinx/model/en-us")
   fi
   if $need_redis && ! command -v redis-server >/dev/null; then missing+=("redis-server (or REDIS_URL naming a Redis)"); fi
   if [ "${#missing[@]}" -gt 0 ]; then
