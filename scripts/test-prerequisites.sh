@@ -55,8 +55,8 @@ else
   if command -v python3 >/dev/null && ! python3 -c 'import websockets' >/dev/null 2>&1; then
     missing+=("Python's websockets module")
   fi
-  if ! /usr/bin/python3 -c 'import pocketsphinx' >/dev/null 2>&1; then
-    missing+=("pocketsphinx for /usr/bin/python3, with its en-us model in /usr/share/pocketsphinx/model/en-us")
+  if command -v python3 >/dev/null && ! python3 -c 'import pocketsphinx' >/dev/null 2>&1; then
+    missing+=("Python's pocketsphinx module (0.1.15, with its en-us model in /usr/share/pocketsphinx/model/en-us)")
   fi
   if $need_redis && ! command -v redis-server >/dev/null; then missing+=("redis-server (or REDIS_URL naming a Redis)"); fi
   if [ "${#missing[@]}" -gt 0 ]; then

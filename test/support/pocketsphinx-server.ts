@@ -1,4 +1,4 @@
-import { ChildProcessWithoutNullStreams, spawn } from 'child_process';
+import { ChildProcessWithoutNullStreams, spawn, spawnSync } from 'child_process';
 import { join } from 'path';
 import { createInterface } from 'readline';
 import { DEBIAN_PYTHON } from './spec-python-client';
@@ -6,7 +6,8 @@ import { DEBIAN_PYTHON } from './spec-python-client';
 /**
  * A real speech recognizer for the tests: pocketsphinx-transcription-server.py, an
  * OpenAI-compatible `/v1/audio/transcriptions` in Debian's Python (where python3-pocketsphinx
- * installs), restricted to home-commands.gram. Takes 16 kHz mono WAVs.
+ * installs, or a `python3` on the PATH that has the module), restricted to home-commands.gram.
+ * Takes 16 kHz mono WAVs.
  */
 export class PocketsphinxServer {
   private constructor(
@@ -16,7 +17,8 @@ export class PocketsphinxServer {
 
   static async start(): Promise<PocketsphinxServer> {
     const script = join(__dirname, 'pocketsphinx-transcription-server.py');
-    const child = spawn(DEBIAN_PYTHON, [script, '--grammar', join(__dirname, 'home-commands.gram')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const python = ['python3', DEBIAN_PYTHON].find(importsPocketsphinx) ?? DEBIAN_PYTHON;
+    const child = spawn(python, [script, '--grammar', join(__dirname, 'home-commands.gram')], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const port = await new Promise<string>((resolve, reject) => {
@@ -34,4 +36,8 @@ export class PocketsphinxServer {
     this.child.kill();
     await exited;
   }
+}
+
+function importsPocketsphinx(python: string): boolean {
+  return spawnSync(python, ['-c', 'import pocketsphinx'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 }
