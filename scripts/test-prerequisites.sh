@@ -13,8 +13,11 @@ die() { say "$@"; exit 1; }
 # @sparticuz/chromium for the packaged one); gcc (with its sanitizer runtimes) and clang (with its
 # sanitizer and fuzzer runtime), both of which build the C client, make and cmake (which only
 # recommends gcc and make), libwebsockets and cJSON; valgrind for the C client's leak check;
-# python3-websockets for the spec's Python client; espeak-ng, real speech for the audio tests.
-packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets espeak-ng)
+# python3-websockets for the spec's Python client; espeak-ng, real speech for the audio tests, and
+# python3-pocketsphinx with its English model (pocketsphinx-en-us), the real speech recognizer
+# that hears what espeak-ng says.
+packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets
+  espeak-ng python3-pocketsphinx pocketsphinx-en-us)
 case "${CHROMIUM_PATH:-}" in
   '') packages=(chromium "${packages[@]}") ;;
   @sparticuz/chromium) ;;
@@ -51,6 +54,9 @@ else
   fi
   if command -v python3 >/dev/null && ! python3 -c 'import websockets' >/dev/null 2>&1; then
     missing+=("Python's websockets module")
+  fi
+  if command -v python3 >/dev/null && ! python3 -c 'import pocketsphinx' >/dev/null 2>&1; then
+    missing+=("Python's pocketsphinx module (0.1.15, with its en-us model in /usr/share/pocketsphinx/model/en-us)")
   fi
   if $need_redis && ! command -v redis-server >/dev/null; then missing+=("redis-server (or REDIS_URL naming a Redis)"); fi
   if [ "${#missing[@]}" -gt 0 ]; then

@@ -195,4 +195,45 @@ describe('gateway configuration', () => {
       expect((error as Error).message).toMatch(/CLIENT_TOOLS_MAX_COUNT/);
     }
   });
+
+  it('leaves both speech engines off until their base URLs are set', () => {
+    expect(loadGatewayConfig({}).speech).toEqual({ recognizer: undefined, synthesizer: undefined });
+    expect(loadGatewayConfig({ STT_BASE_URL: '', TTS_BASE_URL: '' }).speech).toEqual({ recognizer: undefined, synthesizer: undefined });
+  });
+
+  it('maps the speech settings, durations in milliseconds', () => {
+    const { speech } = loadGatewayConfig({
+      STT_BASE_URL: 'http://stt.local:8000/v1/',
+      STT_LANGUAGE: 'fr',
+      STT_TIMEOUT: '4',
+      TTS_BASE_URL: 'http://tts.local:8880/v1/',
+      TTS_FORMAT: 'wav',
+      TTS_SPEED: '1.25',
+      TTS_TIMEOUT: '2.5',
+    });
+    expect(speech.recognizer).toEqual({ baseUrl: 'http://stt.local:8000/v1/', model: 'whisper-1', language: 'fr', apiKey: undefined, timeoutMs: 4000 });
+    expect(speech.synthesizer).toEqual({
+      baseUrl: 'http://tts.local:8880/v1/',
+      model: 'tts-1',
+      voice: 'alloy',
+      format: 'wav',
+      sampleRate: 24000,
+      apiKey: undefined,
+      idleTimeoutMs: 2500,
+      speed: 1.25,
+    });
+  });
+
+  it('names the speech settings that are wrong', () => {
+    expect(() => loadGatewayConfig({ STT_BASE_URL: 'stt.local', STT_LANGUAGE: 'French', TTS_FORMAT: 'mp3', TTS_SPEED: '9' })).toThrow(
+      expect.objectContaining({
+        problems: [
+          expect.stringMatching(/^STT_BASE_URL must be a URL/),
+          expect.stringMatching(/^STT_LANGUAGE must be an ISO-639-1 code/),
+          expect.stringMatching(/^TTS_FORMAT must be pcm or wav/),
+          expect.stringMatching(/^TTS_SPEED must not be greater than 4/),
+        ],
+      }),
+    );
+  });
 });

@@ -363,6 +363,101 @@ export class EnvironmentVariables {
   TOOL_FILLER_DELAY = 1.5;
 
   @Setting({
+    group: 'speech',
+    unset: 'off: no speech recognition, audio from a device is refused',
+    about:
+      "Base URL of the OpenAI-compatible speech recognition server (speaches, OpenAI's `https://api.openai.com/v1/`). Credentials in it are shown as `***` in logs.",
+  })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  STT_BASE_URL?: string;
+
+  @Setting({
+    group: 'speech',
+    about: 'Model name sent with every transcription request (for speaches, a Whisper model id such as `Systran/faster-whisper-small`).',
+  })
+  @IsString()
+  @MinLength(1)
+  STT_MODEL = 'whisper-1';
+
+  @Setting({
+    group: 'speech',
+    unset: 'the engine detects the language',
+    about: 'Language of what users say, as an ISO-639-1 code (`en`, `fr`); sent with every transcription request.',
+  })
+  @IsOptional()
+  @Matches(/^[a-z]{2,3}$/, { message: 'STT_LANGUAGE must be an ISO-639-1 code such as en or fr, or empty to let the engine detect it' })
+  STT_LANGUAGE?: string;
+
+  @Setting({ group: 'speech', unset: 'none', about: 'Sent as the bearer token to the speech recognition server; unset for servers that need none.' })
+  @IsOptional()
+  @IsString()
+  STT_API_KEY?: string;
+
+  @Setting({ group: 'speech', unit: 'seconds', about: 'Seconds one transcription may take, upload and answer, before it is abandoned.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  STT_TIMEOUT = 15;
+
+  @Setting({
+    group: 'speech',
+    unset: 'off: no speech synthesis, answers cannot be spoken to a device',
+    about:
+      "Base URL of the OpenAI-compatible speech synthesis server (speaches, Kokoro-FastAPI, OpenAI's `https://api.openai.com/v1/`). Credentials in it are shown as `***` in logs.",
+  })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  TTS_BASE_URL?: string;
+
+  @Setting({ group: 'speech', about: 'Model name sent with every speech request (`tts-1` at OpenAI, `kokoro` at Kokoro-FastAPI).' })
+  @IsString()
+  @MinLength(1)
+  TTS_MODEL = 'tts-1';
+
+  @Setting({ group: 'speech', about: 'Voice sent with every speech request, as the server names it (`alloy` at OpenAI, `af_heart` for Kokoro).' })
+  @IsString()
+  @MinLength(1)
+  TTS_VOICE = 'alloy';
+
+  @Setting({
+    group: 'speech',
+    about: 'Audio format asked of the synthesis server: `pcm` (raw 16-bit mono at `TTS_SAMPLE_RATE`) or `wav` (16-bit mono, its rate in its header).',
+  })
+  @IsIn(['pcm', 'wav'], { message: 'TTS_FORMAT must be pcm or wav' })
+  TTS_FORMAT: 'pcm' | 'wav' = 'pcm';
+
+  @Setting({ group: 'speech', about: "Sample rate, in Hz, of the server's `pcm` answers (OpenAI's and Kokoro's are 24000); unused for `wav`." })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(8000)
+  @Max(48000)
+  TTS_SAMPLE_RATE = 24000;
+
+  @Setting({ group: 'speech', unset: 'none', about: 'Sent as the bearer token to the speech synthesis server; unset for servers that need none.' })
+  @IsOptional()
+  @IsString()
+  TTS_API_KEY?: string;
+
+  @Setting({
+    group: 'speech',
+    unit: 'seconds',
+    about: 'Seconds the synthesis server may stay silent, before its first audio or between two pieces of it, before the speech is abandoned.',
+  })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  TTS_TIMEOUT = 10;
+
+  @Setting({ group: 'speech', unset: "the server's (1.0)", about: "Speed of the spoken answer, from 0.25 to 4.0 (OpenAI's `speed`)." })
+  @IsOptional()
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.25)
+  @Max(4)
+  TTS_SPEED?: number;
+
+  @Setting({
     group: 'tools',
     unit: 'seconds',
     about: 'Time limit of a server tool call (spec 7.7: 10 s); of an upstream MCP tool call too, unless `MCP_UPSTREAM_CALL_TIMEOUT` is set.',

@@ -34,6 +34,31 @@ export interface ConnectionCapsConfig {
   maxCallsInFlight: number;
 }
 
+/** The speech recognition server (`STT_*`), when `STT_BASE_URL` is set. */
+export interface SpeechRecognizerConfig {
+  baseUrl: string;
+  model: string;
+  /** ISO-639-1; the engine detects the language when unset. */
+  language?: string;
+  apiKey?: string;
+  timeoutMs: number;
+}
+
+/** The speech synthesis server (`TTS_*`), when `TTS_BASE_URL` is set. */
+export interface SpeechSynthesizerConfig {
+  baseUrl: string;
+  model: string;
+  voice: string;
+  format: 'pcm' | 'wav';
+  /** The rate of `pcm` answers, which carry no header to say it. */
+  sampleRate: number;
+  apiKey?: string;
+  /** How long the server may stay silent: before its first audio, and between two pieces. */
+  idleTimeoutMs: number;
+  /** The server's own default when unset. */
+  speed?: number;
+}
+
 /**
  * The configuration the code reads: grouped by concern, durations in milliseconds,
  * lists already split. Built once at boot from {@link EnvironmentVariables}.
@@ -95,6 +120,8 @@ export interface GatewayConfig {
       scopes: string[];
     };
   };
+  /** The speech engines; either is absent when its base URL is unset (off). */
+  speech: { recognizer?: SpeechRecognizerConfig; synthesizer?: SpeechSynthesizerConfig };
   tools: {
     serverToolTimeoutMs: number;
     defaultTimezone: string;
@@ -302,6 +329,25 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
             ? undefined
             : { url: env.OIDC_INTROSPECTION_URL, clientId: env.OIDC_INTROSPECTION_CLIENT_ID!, clientSecret: env.OIDC_INTROSPECTION_CLIENT_SECRET! },
       },
+    },
+    speech: {
+      recognizer:
+        env.STT_BASE_URL === undefined
+          ? undefined
+          : { baseUrl: env.STT_BASE_URL, model: env.STT_MODEL, language: env.STT_LANGUAGE, apiKey: env.STT_API_KEY, timeoutMs: seconds(env.STT_TIMEOUT) },
+      synthesizer:
+        env.TTS_BASE_URL === undefined
+          ? undefined
+          : {
+              baseUrl: env.TTS_BASE_URL,
+              model: env.TTS_MODEL,
+              voice: env.TTS_VOICE,
+              format: env.TTS_FORMAT,
+              sampleRate: env.TTS_SAMPLE_RATE,
+              apiKey: env.TTS_API_KEY,
+              idleTimeoutMs: seconds(env.TTS_TIMEOUT),
+              speed: env.TTS_SPEED,
+            },
     },
     tools: {
       serverToolTimeoutMs: seconds(env.SERVER_TOOL_TIMEOUT),

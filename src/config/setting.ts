@@ -10,6 +10,11 @@ export const SETTING_GROUPS = {
   server: { title: 'Server', about: 'The one HTTP server that carries every protocol, and how it stops.' },
   auth: { title: 'Auth', about: 'One bearer-token check for every protocol, and which browser pages and host names may reach the gateway.' },
   llm: { title: 'LLM', about: 'The OpenAI-compatible model server (vLLM, Ollama, OpenAI, ...) and how a turn uses it.' },
+  speech: {
+    title: 'Speech',
+    about:
+      'The OpenAI-compatible speech servers a voice device hears and speaks through: recognition (`STT_*`, `/v1/audio/transcriptions`) and synthesis (`TTS_*`, `/v1/audio/speech`). Each is off while its base URL is unset.',
+  },
   tools: { title: 'Tools', about: 'Server tools: their time limit, and where the built-in tools get their data.' },
   voice: { title: 'Voice', about: "How a voice device's audio is heard: when its user starts and stops talking (Silero VAD)." },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },

@@ -14,7 +14,21 @@ import { PROJECT_ROOT } from '../support/built';
  */
 
 const SCRIPT = join(PROJECT_ROOT, 'scripts', 'test-prerequisites.sh');
-const PACKAGES = ['chromium', 'gcc', 'make', 'cmake', 'clang', 'libclang-rt-dev', 'libwebsockets-dev', 'libcjson-dev', 'valgrind', 'python3-websockets'];
+const PACKAGES = [
+  'chromium',
+  'gcc',
+  'make',
+  'cmake',
+  'clang',
+  'libclang-rt-dev',
+  'libwebsockets-dev',
+  'libcjson-dev',
+  'valgrind',
+  'python3-websockets',
+  'python3-pocketsphinx',
+  'pocketsphinx-en-us',
+  'espeak-ng',
+];
 const REDIS_START = 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save  --appendonly no';
 
 /**
@@ -47,7 +61,11 @@ FAKE_UID=0 "$@"`,
   cmake: 'exit 0',
   clang: 'exit 0',
   valgrind: 'exit 0',
-  python3: '[ "$1" = -c ] && [ -f "$FAKE/no-websockets" ] && exit 1; exit 0',
+  python3: `
+[ "$2" = 'import websockets' ] && [ -f "$FAKE/no-websockets" ] && exit 1
+[ "$2" = 'import pocketsphinx' ] && [ -f "$FAKE/no-pocketsphinx" ] && exit 1
+exit 0`,
+  'espeak-ng': 'exit 0',
 };
 
 interface Machine {
@@ -59,6 +77,7 @@ interface Machine {
   sudoNeedsPassword?: boolean;
   redisFails?: boolean;
   noWebsockets?: boolean;
+  noPocketsphinx?: boolean;
   env?: Record<string, string>;
 }
 
@@ -93,6 +112,7 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
       [machine.sudoNeedsPassword, 'sudo-needs-password'],
       [machine.redisFails, 'redis-fails'],
       [machine.noWebsockets, 'no-websockets'],
+      [machine.noPocketsphinx, 'no-pocketsphinx'],
     ];
     for (const [on, file] of flags) if (on) writeFileSync(join(fake, file), '');
     const result = spawnSync('/bin/bash', [SCRIPT], {
@@ -209,7 +229,7 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
   });
 
   describe('without dpkg-query (not Debian)', () => {
-    const ELSEWHERE = ['redis-cli', 'redis-server', 'id', 'gcc', 'make', 'cmake', 'clang', 'valgrind', 'python3'];
+    const ELSEWHERE = ['redis-cli', 'redis-server', 'id', 'gcc', 'make', 'cmake', 'clang', 'valgrind', 'python3', 'espeak-ng'];
 
     it('goes on when the programs, headers, libraries and Python module are there', () => {
       const { status, output, calls } = runOn({ doubles: ELSEWHERE });
@@ -221,14 +241,18 @@ describe('the test command sets up what it needs (scripts/test-prerequisites.sh)
         'clang -x c - -o /dev/null -fsanitize=fuzzer,address,undefined',
       ]);
       expect(of(calls, 'gcc')).toEqual(['gcc -x c - -o /dev/null -fsanitize=address,undefined']);
-      expect(of(calls, 'python3')).toEqual(['python3 -c import websockets']);
+      expect(of(calls, 'python3')).toEqual(['python3 -c import websockets', 'python3 -c import pocketsphinx']);
     });
 
     it('stops, naming what is missing, and installs nothing', () => {
-      const { status, output, calls } = runOn({ doubles: ELSEWHERE.filter((name) => name !== 'cmake'), noWebsockets: true });
+      const { status, output, calls } = runOn({
+        doubles: ELSEWHERE.filter((name) => name !== 'cmake' && name !== 'espeak-ng'),
+        noWebsockets: true,
+        noPocketsphinx: true,
+      });
       expect(status).not.toBe(0);
       expect(output).toContain('no dpkg-query, so nothing can be installed for you');
-      expect(output).toContain("\n  cmake\n  Python's websockets module");
+      expect(output).toContain("\n  cmake\n  espeak-ng\n  Python's websockets module\n  Python's pocketsphinx module");
       expect(calls.filter((call) => /^(apt-get|sudo|redis-server) /.test(call))).toEqual([]);
     });
   });
