@@ -17,7 +17,7 @@ die() { say "$@"; exit 1; }
 # python3-pocketsphinx with its English model (pocketsphinx-en-us), the real speech recognizer
 # that hears what espeak-ng says.
 packages=(gcc make cmake clang libclang-rt-dev libwebsockets-dev libcjson-dev valgrind python3-websockets
-  espeak-ng python3-pocketsphinx pocketsphinx-en-us)
+  python3-pocketsphinx pocketsphinx-en-us espeak-ng)
 case "${CHROMIUM_PATH:-}" in
   '') packages=(chromium "${packages[@]}") ;;
   @sparticuz/chromium) ;;

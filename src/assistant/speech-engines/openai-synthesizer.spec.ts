@@ -79,6 +79,24 @@ describe('OpenAiSynthesizer', () => {
     expect(server.streams[0].finished).toBe(false);
   });
 
+  it('ends its chunks when the caller aborts after the server sent everything but before it was all read', async () => {
+    server.reply({ samples: sine(440, 1, 24000), pieceBytes: 4800, intervalMs: 0 });
+    const abort = new AbortController();
+    const speech = await synthesizer().synthesize('Short.', { signal: abort.signal });
+    const chunks = speech.chunks[Symbol.asyncIterator]();
+    await chunks.next();
+    await waitFor(() => server.streams[0].finished);
+    abort.abort(new Error('barge-in'));
+    const ended = Promise.race([
+      (async () => {
+        for (let next = await chunks.next(); !next.done; next = await chunks.next());
+        return 'ended';
+      })(),
+      new Promise((resolve) => setTimeout(resolve, 3000, 'still reading')),
+    ]);
+    expect(await ended).toBe('ended');
+  });
+
   it('ends the request when the caller leaves the loop early', async () => {
     server.reply({ samples: sine(440, 2, 24000), pieceBytes: 4800, intervalMs: 50 });
     for await (const chunk of (await synthesizer().synthesize('Long.')).chunks) if (chunk.length > 0) break;

@@ -64,20 +64,37 @@ export class OpenAiSynthesizer implements SpeechSynthesizer {
   }
 }
 
-/** The body's pieces, with the request's deadline running only while the next one is awaited. */
+/**
+ * The body's pieces, with the request's deadline running only while the next one is awaited.
+ * Each wait also ends when the request does: a body the fetch already received whole is not
+ * always errored by the abort, and its next read would wait for ever.
+ */
 async function* timedBytes(body: AsyncIterable<Uint8Array>, request: EngineRequest): AsyncGenerator<Uint8Array, void, undefined> {
   const pieces = body[Symbol.asyncIterator]();
   try {
     for (;;) {
       request.arm();
-      const next = await pieces.next();
+      const next = await untilAborted(pieces.next(), request.signal);
       request.disarm();
       if (next.done) return;
       yield next.value;
     }
   } finally {
-    await pieces.return?.();
+    void Promise.resolve(pieces.return?.()).catch(() => undefined);
   }
+}
+
+/** `pending`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', stop, { once: true });
+    pending.then(
+      (value) => (signal.removeEventListener('abort', stop), resolve(value)),
+      (error: unknown) => (signal.removeEventListener('abort', stop), reject(error as Error)),
+    );
+  });
 }
 
 /** Reads a WAV answer until its data chunk begins: its header, and the first samples' bytes read with it. */
