@@ -4,6 +4,12 @@
  * real app on port 0. `npm test` runs them all; `--selectProjects unit|sdk|e2e` runs one. Specs
  * are transpiled without type-checking (tsconfig.spec.json); `npm run typecheck` checks types.
  */
+// @evan/opus's native binding works in the first module registry of a process that loads it
+// only: Jest gives each suite its own registry, and a second suite in the same worker would get
+// empty packets from a detached buffer. Specs use its WASM build, the same libopus, which loads
+// cleanly in every registry. Workers inherit this, and so do suites run in Jest's own process.
+process.env.OPUS_FORCE_WASM ??= '1';
+
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
 };

@@ -128,6 +128,12 @@ describe('gateway configuration', () => {
     expect(() => loadGatewayConfig({ VAD_SILENCE_MS: '10' })).toThrow(/VAD_SILENCE_MS/);
   });
 
+  it('reads the longest utterance in seconds and the pre-roll in milliseconds', () => {
+    expect(loadGatewayConfig({}).voice).toMatchObject({ maxUtteranceMs: 30_000, prerollMs: 300 });
+    expect(loadGatewayConfig({ VOICE_MAX_UTTERANCE_S: '12', VOICE_PREROLL_MS: '0' }).voice).toMatchObject({ maxUtteranceMs: 12_000, prerollMs: 0 });
+    expect(() => loadGatewayConfig({ VOICE_MAX_UTTERANCE_S: '0' })).toThrow(/VOICE_MAX_UTTERANCE_S/);
+  });
+
   it("refuses the MCP spec's placeholder token unless it is explicitly allowed", () => {
     expect(() => loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!' })).toThrow(/MCP_WS_AUTH_TOKEN is the spec's placeholder "ChangeMe!"/);
     expect(loadGatewayConfig({ MCP_WS_AUTH_TOKEN: 'ChangeMe!', MCP_WS_ALLOW_DEFAULT_TOKEN: 'true' }).mcp.ws.authToken).toBe('ChangeMe!');

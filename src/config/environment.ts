@@ -1103,6 +1103,29 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(100)
   VAD_SILENCE_MS = 700;
+
+  @Setting({
+    group: 'voice',
+    unit: 'seconds',
+    about:
+      'Longest utterance heard: past it the utterance ends as if the user had stopped, so a stuck button or a running television cannot fill memory or a recognizer upload.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  @Max(300)
+  VOICE_MAX_UTTERANCE_S = 30;
+
+  @Setting({
+    group: 'voice',
+    unit: 'milliseconds',
+    about: 'Audio kept from before the voice activity detector heard speech begin, so the first sound of the first word reaches the recognizer.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(2000)
+  VOICE_PREROLL_MS = 300;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */

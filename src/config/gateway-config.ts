@@ -155,6 +155,10 @@ export interface GatewayConfig {
   /** When a voice device's user starts and stops talking. */
   voice: {
     vad: { startThreshold: number; endThreshold: number; minSpeechMs: number; silenceMs: number };
+    /** Longest utterance heard before it is ended as if the user had stopped. */
+    maxUtteranceMs: number;
+    /** Audio kept from before speech was detected. */
+    prerollMs: number;
   };
   mcp: {
     enabled: boolean;
@@ -381,6 +385,8 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
     },
     voice: {
       vad: { startThreshold: env.VAD_THRESHOLD, endThreshold: env.VAD_END_THRESHOLD, minSpeechMs: env.VAD_MIN_SPEECH_MS, silenceMs: env.VAD_SILENCE_MS },
+      maxUtteranceMs: seconds(env.VOICE_MAX_UTTERANCE_S),
+      prerollMs: env.VOICE_PREROLL_MS,
     },
     mcp: {
       enabled: env.MCP_ENABLED,

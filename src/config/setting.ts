@@ -16,7 +16,10 @@ export const SETTING_GROUPS = {
       'The OpenAI-compatible speech servers a voice device hears and speaks through: recognition (`STT_*`, `/v1/audio/transcriptions`) and synthesis (`TTS_*`, `/v1/audio/speech`). Each is off while its base URL is unset.',
   },
   tools: { title: 'Tools', about: 'Server tools: their time limit, and where the built-in tools get their data.' },
-  voice: { title: 'Voice', about: "How a voice device's audio is heard: when its user starts and stops talking (Silero VAD)." },
+  voice: {
+    title: 'Voice',
+    about: "How a voice device's audio is heard: when its user starts and stops talking (Silero VAD), and how much of it an utterance keeps.",
+  },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },
   fleet: {
     title: 'Fleet',
