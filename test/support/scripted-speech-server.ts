@@ -1,5 +1,5 @@
-import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
-import type { AddressInfo, Socket } from 'net';
+import type { IncomingMessage, ServerResponse } from 'http';
+import { ScriptedHttpServer } from './scripted-http-server';
 
 /** A request to `/v1/audio/speech`, as the scripted server received it. */
 export interface SpeechRequest {
@@ -71,34 +71,12 @@ export function wavHeader(sampleRate: number, dataSize: number): Buffer {
  * scripted; it records requests, what it wrote when, and whether the client hung up first.
  * Without a script entry it speaks 0.2 s of a 440 Hz sine at 24 kHz.
  */
-export class ScriptedSpeechServer {
+export class ScriptedSpeechServer extends ScriptedHttpServer<SpeechReply> {
   readonly requests: SpeechRequest[] = [];
   readonly streams: SpeechStream[] = [];
-  private readonly script: SpeechReply[] = [];
-  private readonly sockets = new Set<Socket>();
 
-  private constructor(private readonly server: Server) {
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
-  }
-
-  static async start(): Promise<ScriptedSpeechServer> {
-    const server = createServer();
-    const scripted = new ScriptedSpeechServer(server);
-    server.on('request', (request, response) => void scripted.handle(request, response));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return scripted;
-  }
-
-  get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1/`;
-  }
-
-  reply(...replies: SpeechReply[]): this {
-    this.script.push(...replies);
-    return this;
+  static start(): Promise<ScriptedSpeechServer> {
+    return new ScriptedSpeechServer().listen();
   }
 
   reset(): void {
@@ -107,12 +85,7 @@ export class ScriptedSpeechServer {
     this.streams.length = 0;
   }
 
-  async close(): Promise<void> {
-    this.sockets.forEach((socket) => socket.destroy());
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     let body = '';
     for await (const chunk of request) body += chunk;
     if (request.method !== 'POST' || !request.url?.endsWith('/audio/speech')) {

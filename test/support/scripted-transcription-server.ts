@@ -1,5 +1,5 @@
-import { createServer, IncomingMessage, Server, ServerResponse } from 'http';
-import type { AddressInfo, Socket } from 'net';
+import type { IncomingMessage, ServerResponse } from 'http';
+import { ScriptedHttpServer } from './scripted-http-server';
 
 /** An upload to `/v1/audio/transcriptions`, as the scripted server received it. */
 export interface TranscriptionRequest {
@@ -24,36 +24,13 @@ export type TranscriptionReply = { text: string; language?: string; delayMs?: nu
  * each multipart upload (with the platform's own `Request.formData()`), records it, and answers
  * the next scripted reply, or `scripted transcript` when none is queued.
  */
-export class ScriptedTranscriptionServer {
+export class ScriptedTranscriptionServer extends ScriptedHttpServer<TranscriptionReply> {
   readonly requests: TranscriptionRequest[] = [];
   /** Requests whose client hung up before the answer was sent. */
   closedEarly = 0;
-  private readonly script: TranscriptionReply[] = [];
-  private readonly sockets = new Set<Socket>();
 
-  private constructor(private readonly server: Server) {
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
-  }
-
-  static async start(): Promise<ScriptedTranscriptionServer> {
-    const server = createServer();
-    const scripted = new ScriptedTranscriptionServer(server);
-    server.on('request', (request, response) => void scripted.handle(request, response));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return scripted;
-  }
-
-  get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1/`;
-  }
-
-  /** Queues replies for the next requests, in order. */
-  reply(...replies: TranscriptionReply[]): this {
-    this.script.push(...replies);
-    return this;
+  static start(): Promise<ScriptedTranscriptionServer> {
+    return new ScriptedTranscriptionServer().listen();
   }
 
   reset(): void {
@@ -62,12 +39,7 @@ export class ScriptedTranscriptionServer {
     this.closedEarly = 0;
   }
 
-  async close(): Promise<void> {
-    this.sockets.forEach((socket) => socket.destroy());
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     if (request.method !== 'POST' || !request.url?.endsWith('/audio/transcriptions')) {
