@@ -63,9 +63,15 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
     ['kind', 'outcome'],
   );
 
+  /**
+   * The process's metrics, set up with the service: prom-client counts CPU from the moment its
+   * collectors start, so set up at the first scrape they read about nothing (0 s) there.
+   */
+  private readonly processRegistry = processMetrics();
+
   /** The report Prometheus reads, in its text format: the process's metrics and this app's. */
   async scrape(): Promise<{ contentType: string; body: string }> {
-    const report = Registry.merge([processMetrics(), this.registry]);
+    const report = Registry.merge([this.processRegistry, this.registry]);
     return { contentType: report.contentType, body: await report.metrics() };
   }
 
