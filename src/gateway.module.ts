@@ -18,6 +18,7 @@ import { McpModule } from './mcp/mcp.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { BuiltinToolsModule } from './tools/builtin-tools.module';
 import { UtcpModule } from './utcp/utcp.module';
+import { XiaozhiModule } from './xiaozhi/xiaozhi.module';
 import { UpstreamModule } from './upstream/upstream.module';
 
 /**
@@ -44,6 +45,7 @@ import { UpstreamModule } from './upstream/upstream.module';
     LlmGatewayModule,
     FleetModule,
     RemindersModule.register({ imports: [FleetModule] }),
+    XiaozhiModule,
     McpModule,
     LiteMcpModule,
     UtcpModule,

@@ -142,7 +142,7 @@ export class EnvironmentVariables {
     group: 'auth',
     unset: 'none (then `OIDC_AUDIENCE` must be set when `OIDC_ISSUERS` is)',
     about:
-      'The URL clients reach this gateway at (`https://gateway.example.com`): the resource of its OAuth protected resource metadata, and the default audience of JWT access tokens.',
+      "The URL clients reach this gateway at (`https://gateway.example.com`): the resource of its OAuth protected resource metadata, the default audience of JWT access tokens, and the base of the WebSocket URL a xiaozhi device's configuration answer gives it (unset: the request's `Host`).",
   })
   @IsOptional()
   @IsUrl(HTTP_URL)
@@ -1126,6 +1126,35 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(2000)
   VOICE_PREROLL_MS = 300;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'none: the answer carries an empty token, and devices can connect only while auth is off',
+    about:
+      "The token a xiaozhi device's configuration answer gives every device that has no token of its own. The answer is public (the firmware asks before it has any credential), so grant this token little: `protocols: [xiaozhi]`, the device ids you own in `devices`, and the tools devices may use.",
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  XIAOZHI_DEVICE_TOKEN?: string;
+
+  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Firmware version offered to xiaozhi devices: a device running an older version downloads `XIAOZHI_FIRMWARE_URL`.' })
+  @IsOptional()
+  @Matches(/^\d+(\.\d+){0,3}$/, { message: 'XIAOZHI_FIRMWARE_VERSION must be a version such as 1.8.2' })
+  XIAOZHI_FIRMWARE_VERSION?: string;
+
+  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Where devices download the firmware of `XIAOZHI_FIRMWARE_VERSION` (an http or https URL of the `.bin`).' })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  XIAOZHI_FIRMWARE_URL?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    about: "Sample rate, in Hz, of the Opus audio a xiaozhi device is sent (the server hello's `audio_params`); the firmware resamples it to its speaker's.",
+  })
+  @NumberFromEnv()
+  @IsIn([16000, 24000, 48000], { message: 'XIAOZHI_OUTPUT_SAMPLE_RATE must be 16000, 24000 or 48000' })
+  XIAOZHI_OUTPUT_SAMPLE_RATE = 24000;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
@@ -1163,6 +1192,13 @@ interface CrossCheck {
 }
 
 const CROSS_CHECKS: readonly CrossCheck[] = [
+  {
+    names: ['XIAOZHI_FIRMWARE_VERSION', 'XIAOZHI_FIRMWARE_URL'],
+    problem: (env) =>
+      (env.XIAOZHI_FIRMWARE_VERSION === undefined) !== (env.XIAOZHI_FIRMWARE_URL === undefined)
+        ? 'XIAOZHI_FIRMWARE_VERSION and XIAOZHI_FIRMWARE_URL go together: set both to offer firmware, or neither'
+        : undefined,
+  },
   {
     names: ['VAD_THRESHOLD', 'VAD_END_THRESHOLD'],
     problem: (env) =>

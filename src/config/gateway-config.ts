@@ -152,6 +152,14 @@ export interface GatewayConfig {
     /** Characters of a tool's result a `tool_call` frame echoes; past it, a preview and the size. */
     toolCallEchoChars: number;
   };
+  /** xiaozhi devices: what their configuration answer gives them, and the audio they are sent. */
+  xiaozhi: {
+    /** The token every device without one of its own is given (`XIAOZHI_DEVICE_TOKEN`). */
+    deviceToken?: string;
+    firmware?: { version: string; url: string };
+    /** The sample rate of the Opus audio sent to devices. */
+    outputSampleRate: 16000 | 24000 | 48000;
+  };
   /** When a voice device's user starts and stops talking. */
   voice: {
     vad: { startThreshold: number; endThreshold: number; minSpeechMs: number; silenceMs: number };
@@ -382,6 +390,14 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       fillerDelayMs: seconds(env.TOOL_FILLER_DELAY),
       maxToolResultChars: env.LLM_MAX_TOOL_RESULT_CHARS,
       toolCallEchoChars: env.LLM_TOOL_CALL_ECHO_CHARS,
+    },
+    xiaozhi: {
+      deviceToken: env.XIAOZHI_DEVICE_TOKEN,
+      firmware:
+        env.XIAOZHI_FIRMWARE_VERSION === undefined || env.XIAOZHI_FIRMWARE_URL === undefined
+          ? undefined
+          : { version: env.XIAOZHI_FIRMWARE_VERSION, url: env.XIAOZHI_FIRMWARE_URL },
+      outputSampleRate: env.XIAOZHI_OUTPUT_SAMPLE_RATE as 16000 | 24000 | 48000,
     },
     voice: {
       vad: { startThreshold: env.VAD_THRESHOLD, endThreshold: env.VAD_END_THRESHOLD, minSpeechMs: env.VAD_MIN_SPEECH_MS, silenceMs: env.VAD_SILENCE_MS },

@@ -20,6 +20,11 @@ export const SETTING_GROUPS = {
     title: 'Voice',
     about: "How a voice device's audio is heard: when its user starts and stops talking (Silero VAD), and how much of it an utterance keeps.",
   },
+  xiaozhi: {
+    title: 'xiaozhi devices',
+    about:
+      'Devices running the xiaozhi firmware (78/xiaozhi-esp32): the configuration answer at `/xiaozhi/ota/` and their WebSocket sessions at `/xiaozhi/v1/`.',
+  },
   clientTools: { title: 'Client tools', about: 'Tools a device registers over its LLM-gateway connection.' },
   fleet: {
     title: 'Fleet',

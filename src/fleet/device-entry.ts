@@ -20,6 +20,10 @@ export interface DeviceEntry {
   principal?: string;
   /** The principal that owns its id: the one that connected it, or another whose token is granted the id (`devices` globs) connected it. */
   owner?: string;
+  /** The protocol it speaks (`llm`, `xiaozhi`); entries written before it was recorded have none. */
+  protocol?: string;
+  /** The board and firmware it runs, when it said (a xiaozhi device's `User-Agent`, `board/version`). */
+  userAgent?: string;
   /** The instance that holds its socket. */
   instance: string;
   /** Its connection there: a later connection of the same id replaces it. */

@@ -20,6 +20,10 @@ export interface QueuedPush {
  */
 export interface DeviceLink {
   readonly deviceId: string;
+  /** The protocol it speaks (`llm`, `xiaozhi`), as the directory lists it. */
+  readonly protocol: string;
+  /** The board and firmware it runs (`User-Agent` of its configuration request), when known. */
+  readonly userAgent?: string;
   /** The principal that connected it. */
   readonly principal?: string;
   /** The principal that owns its id (the same, unless a token granted the id connected it). */

@@ -18,6 +18,10 @@ import { Reachability } from './reachability';
 /** A device as the HTTP routes show it. */
 export interface DeviceView {
   id: string;
+  /** The protocol it speaks (`llm`, `xiaozhi`). */
+  protocol: string;
+  /** Its board and firmware (`board/version`), when it said. */
+  user_agent?: string;
   instance: string;
   connected_at: string;
   tools: { name: string; agent_name: string; description: string; input_schema: unknown; visibility: string }[];
@@ -25,6 +29,8 @@ export interface DeviceView {
 
 const viewOf = (entry: DeviceEntry): DeviceView => ({
   id: entry.id,
+  protocol: entry.protocol ?? 'llm',
+  ...(entry.userAgent !== undefined && { user_agent: entry.userAgent }),
   instance: entry.instance,
   connected_at: entry.since,
   tools: entry.tools.map((tool) => ({

@@ -73,6 +73,8 @@ export class LocalDevices {
   private entryOf(link: DeviceLink): DeviceEntry {
     return {
       id: link.deviceId,
+      protocol: link.protocol,
+      ...(link.userAgent !== undefined && { userAgent: link.userAgent }),
       principal: link.principal,
       owner: link.owner,
       instance: this.messaging.instanceId,

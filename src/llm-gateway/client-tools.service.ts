@@ -60,7 +60,7 @@ export class ClientToolsService {
         inputSchema: parameters as JsonSchema,
         source: `client:${connection.id}` as const,
         timeoutMs,
-        handler: (args: Record<string, unknown>, context: ToolCallContext) => this.callBack(connection, toolName, args, context),
+        handler: (args: Record<string, unknown>, context: ToolCallContext) => this.run(connection, toolName, args, context),
       };
       // Compiled once: the model's view joins its connection's catalogue (unless only agents may
       // call it), and the fleet's view for agents reuses the same check of its arguments.
@@ -84,7 +84,7 @@ export class ClientToolsService {
    */
   async callForAgent(connection: LlmConnection, toolName: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
     if (!connection.state.agentTools.has(toolName)) throw new ToolError(`The device offers agents no tool "${toolName}"`);
-    return this.callBack(connection, toolName, args, { signal });
+    return this.run(connection, toolName, args, { signal });
   }
 
   /** Settles the callback `call_id` names; an unknown or expired id is INVALID_MESSAGE (spec 11.5). */
@@ -105,6 +105,12 @@ export class ClientToolsService {
     const { agentTools } = connection.state;
     const modelTools = this.registry.list(connection.id).filter((tool) => tool.source === `client:${connection.id}`);
     return modelTools.length + [...agentTools.values()].filter(({ tool }) => tool.visibility === 'agents').length;
+  }
+
+  /** Runs one of the device's tools: through the connection's own runner when its protocol has one, by `tool_callback` otherwise. */
+  private run(connection: LlmConnection, toolName: string, args: Record<string, unknown>, context: ToolCallContext): Promise<unknown> {
+    const { toolRunner } = connection.state;
+    return toolRunner ? toolRunner(toolName, args, context) : this.callBack(connection, toolName, args, context);
   }
 
   /** Sends `tool_callback` and waits for the matching `tool_result`, until `signal` ends the wait. */

@@ -15,34 +15,39 @@ import { llmResponseFrame, statusFrame } from './llm-gateway.frames';
 import type { LlmServerFrame } from './protocol';
 import { cleanedTurn } from './speech-cleaning.interceptor';
 import { TurnStarter } from './turn-starter';
+import { LLM_PROTOCOL } from './llm-protocol-name';
 
 /** Why a device's older connection is closed when a newer one of the same id arrives. */
 export const CLOSE_REPLACED = { code: 4409, reason: 'Replaced: this device connected again' } as const;
 
 /** A push the device's queue has no room for: the device is busy, not the caller wrong. */
-function busy(deviceId: string, error: unknown): unknown {
+export function busy(deviceId: string, error: unknown): unknown {
   return error instanceof QueueFullError
     ? new GatewayError(GatewayErrorCode.DEVICE_BUSY, `Device "${deviceId}" has too many requests waiting (at most ${error.limit})`)
     : error;
 }
 
 /** A push that never reached the device: its connection closed, or was closing, before its turn came. */
-function unheard(deviceId: string): GatewayError {
+export function unheard(deviceId: string): GatewayError {
   return new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${deviceId}" disconnected before the push reached it`);
 }
 
-/** An LLM-gateway connection that named a device, as the fleet drives it. */
-class LlmDeviceLink implements DeviceLink {
+/**
+ * A connection that named a device, as the fleet drives it: what every protocol's device does
+ * alike (its tools for agents, run through the connection's device tools, its queue, its
+ * replacement). Each protocol says how a pushed sentence and a pushed turn reach its device.
+ */
+export abstract class ConnectionDeviceLink<Connection extends LlmConnection = LlmConnection> implements DeviceLink {
   readonly since = new Date().toISOString();
   /** Its claim in the directory, which its departure waits for (a socket may close before the claim is written). */
   attached: Promise<void> = Promise.resolve();
+  abstract readonly protocol: string;
 
   constructor(
     readonly deviceId: string,
     readonly owner: string | undefined,
-    private readonly connection: LlmConnection,
+    protected readonly connection: Connection,
     private readonly clientTools: ClientToolsService,
-    private readonly turns: TurnStarter,
   ) {}
 
   get principal(): string | undefined {
@@ -74,6 +79,27 @@ class LlmDeviceLink implements DeviceLink {
       signal.removeEventListener('abort', onAbort);
       forget();
     });
+  }
+
+  abstract say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): QueuedPush;
+
+  abstract startTurn(turnId: string, text: string): QueuedPush;
+
+  whenRoom(): Promise<void> {
+    return this.connection.queue().whenRoom();
+  }
+
+  replaced(): void {
+    this.connection.close(CLOSE_REPLACED.code, CLOSE_REPLACED.reason);
+  }
+}
+
+/** An LLM-gateway connection that named a device. */
+class LlmDeviceLink extends ConnectionDeviceLink {
+  readonly protocol = LLM_PROTOCOL;
+
+  constructor(deviceId: string, owner: string | undefined, connection: LlmConnection, clientTools: ClientToolsService, private readonly turns: TurnStarter) {
+    super(deviceId, owner, connection, clientTools);
   }
 
   say(turnId: string, text: string, options: { interrupt?: boolean; reminderId?: string }): QueuedPush {
@@ -111,14 +137,6 @@ class LlmDeviceLink implements DeviceLink {
     return { waiting, started };
   }
 
-  whenRoom(): Promise<void> {
-    return this.connection.queue().whenRoom();
-  }
-
-  replaced(): void {
-    this.connection.close(CLOSE_REPLACED.code, CLOSE_REPLACED.reason);
-  }
-
   /** A pushed sentence, in its turn: the answer, cleaned for speech as the connection asked, then `idle`; throws if the socket no longer takes the answer. */
   private speak(turnId: string, text: string, reminderId: string | undefined): void {
     if (!this.connection.isOpen) throw unheard(this.deviceId);
@@ -138,7 +156,7 @@ class LlmDeviceLink implements DeviceLink {
 @Injectable()
 export class DeviceLinks {
   private readonly logger = new Logger('Fleet');
-  private readonly links = new WeakMap<LlmConnection, LlmDeviceLink>();
+  private readonly links = new WeakMap<LlmConnection, ConnectionDeviceLink<LlmConnection>>();
 
   constructor(
     private readonly devices: LocalDevices,
@@ -146,12 +164,19 @@ export class DeviceLinks {
     private readonly turns: TurnStarter,
   ) {}
 
-  /** Joins the directory, after the connection's session is open (the queue runs in order), so held pushes come after `connected`. */
-  open(connection: LlmConnection): void {
+  /**
+   * Joins the directory, after the connection's session is open (the queue runs in order), so held
+   * pushes come after `connected`. A protocol other than the LLM gateway's makes its own link.
+   */
+  open<Connection extends LlmConnection>(
+    connection: Connection,
+    makeLink: (deviceId: string, owner: string | undefined) => ConnectionDeviceLink<Connection> = (deviceId, owner) =>
+      new LlmDeviceLink(deviceId, owner, connection, this.clientTools, this.turns) as unknown as ConnectionDeviceLink<Connection>,
+  ): void {
     const deviceId = deviceIdOf(connection.request);
     if (deviceId === undefined) return;
     connection.state.deviceId = deviceId;
-    const link = new LlmDeviceLink(deviceId, deviceOwnerOf(connection.request), connection, this.clientTools, this.turns);
+    const link = makeLink(deviceId, deviceOwnerOf(connection.request));
     this.links.set(connection, link);
     link.attached = this.devices.attach(link).catch((error: Error) => {
       this.logger.error(`Device ${deviceId} could not join the directory: ${error.message}`);

@@ -1,6 +1,7 @@
 import { PendingReplies } from '../core/requests/pending-replies';
 import type { GatewayConnection } from '../core/ws/connection';
 import type { ArgumentsValidator } from '../core/tools/json-schema';
+import type { ToolCallContext } from '../core/tools/tool-definition';
 import type { DeviceTool } from '../fleet/device-entry';
 import type { ToolResultFrame } from './protocol';
 import type { Turn } from './turn';
@@ -26,6 +27,9 @@ export interface PendingQuestion {
   answer(words: string): void;
 }
 
+/** How a device runs one of its tools, for a protocol that calls them its own way (xiaozhi's device MCP) rather than by `tool_callback`. */
+export type DeviceToolRunner = (toolName: string, args: Record<string, unknown>, context: ToolCallContext) => Promise<unknown>;
+
 export class LlmConnectionState {
   sessionId = '';
   /** Cleaning for speech, on unless the client turned it off with `configure`. */
@@ -36,6 +40,10 @@ export class LlmConnectionState {
   bargeIn = false;
   /** The device it named at its upgrade (`Device-Id`), if any. */
   deviceId?: string;
+  /** Whether session changes are told to the client (`status connected`); a protocol without those words (xiaozhi) turns it off. */
+  announcesSessions = true;
+  /** How the device runs its tools; `tool_callback` frames when unset. */
+  toolRunner?: DeviceToolRunner;
   /** A question a turn asked the user aloud (an upstream's elicitation): the next `text_input` answers it. */
   question?: PendingQuestion;
   // The maps are made on first use: an empty Map is 184 bytes, and most connections of a fleet

@@ -31,10 +31,10 @@ import { SessionBindingService } from './session-binding.service';
 import { DeviceIdentityGuard } from '../fleet/device-identity.guard';
 import { DeviceLinks } from './device-link';
 import { TurnStarter } from './turn-starter';
+import { LLM_PROTOCOL } from './llm-protocol-name';
 import { SpeechCleaningInterceptor } from './speech-cleaning.interceptor';
 
-/** The protocol name LLM-gateway connections are counted under. */
-export const LLM_PROTOCOL = 'llm';
+export { LLM_PROTOCOL };
 
 /**
  * The voice assistant's WebSocket API (LLM gateway spec) at `/` and `/llm`. Auth and the

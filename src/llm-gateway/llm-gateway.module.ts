@@ -21,6 +21,8 @@ import { TurnStarter } from './turn-starter';
 @Module({
   imports: [HealthModule, FleetModule, AssistantModule],
   providers: [LlmGateway, SessionBindingService, TurnEnvironment, TurnStarter, ClientToolsService, DeviceLinks, SpeechCleaningInterceptor],
+  // The turn engine, sessions and device tools, for protocols that hold turns of their own (xiaozhi devices).
+  exports: [SessionBindingService, TurnStarter, ClientToolsService, DeviceLinks],
 })
 export class LlmGatewayModule implements OnModuleInit {
   constructor(

@@ -1,10 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { ConfigureFrame } from './protocol';
+import type { ConfigureFrame, LlmServerFrame } from './protocol';
 import type { Session, SessionSettings } from '../assistant/session/session';
 import { SessionExpiredError } from '../assistant/session/session-expired.error';
 import { SessionService } from '../assistant/session/session.service';
 import type { LlmConnection } from './llm-connection';
 import { statusFrame } from './llm-gateway.frames';
+
+/** Tells the client of a session change, if its protocol has words for it (`status` frames). */
+function announce(connection: LlmConnection, frame: LlmServerFrame): void {
+  if (connection.state.announcesSessions) connection.send(frame);
+}
 
 /** Why a connection was moved to a new session without asking, as `status connected` says it. */
 type MoveReason = 'session_resumed_elsewhere' | 'session_lost';
@@ -27,7 +32,7 @@ export class SessionBindingService {
   async open(connection: LlmConnection): Promise<void> {
     const session = await this.sessions.create(connection.principal!);
     this.adopt(connection, session);
-    connection.send(statusFrame('connected', { session_id: session.id }));
+    announce(connection, statusFrame('connected', { session_id: session.id }));
   }
 
   /**
@@ -81,17 +86,17 @@ export class SessionBindingService {
     } else if (sessionId !== connection.state.sessionId) {
       await this.switchTo(connection, sessionId);
     }
-    connection.send(statusFrame('connected', { session_id: connection.state.sessionId }));
+    announce(connection, statusFrame('connected', { session_id: connection.state.sessionId }));
   }
 
   /** `end_session`: deletes the session and gives the connection a new one, announcing both. */
   async endSession(connection: LlmConnection): Promise<void> {
     const ended = connection.state.sessionId;
     await this.sessions.end(ended);
-    connection.send(statusFrame('idle', { message: 'Session ended', session_id: ended }));
+    announce(connection, statusFrame('idle', { message: 'Session ended', session_id: ended }));
     const session = await this.sessions.create(connection.principal!);
     this.adopt(connection, session);
-    connection.send(statusFrame('connected', { session_id: session.id }));
+    announce(connection, statusFrame('connected', { session_id: session.id }));
   }
 
   /** Resumes `sessionId` on this connection (SESSION_ERROR when it cannot be). */
@@ -112,7 +117,7 @@ export class SessionBindingService {
     const session = await this.sessions.create(connection.principal!);
     this.release(connection);
     this.adopt(connection, session);
-    connection.send(statusFrame('connected', { session_id: session.id, previous_session_id: previousId, reason }));
+    announce(connection, statusFrame('connected', { session_id: session.id, previous_session_id: previousId, reason }));
     return session;
   }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'crypto';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import type { LlmConnection } from './llm-connection';
 import type { TextInputFrame } from './protocol';
-import { Turn } from './turn';
+import { Turn, TurnOptions } from './turn';
 import { TurnEnvironment } from './turn-environment';
 
 /**
@@ -18,12 +18,12 @@ export class TurnStarter {
   constructor(private readonly env: TurnEnvironment) {}
 
   /** The turn, queued; `interrupt` cancels the turns running or waiting first (barge-in). */
-  start(connection: LlmConnection, input: TextInputFrame, options: { interrupt: boolean; origin?: 'push' }): Turn {
+  start(connection: LlmConnection, input: TextInputFrame, options: TurnOptions & { interrupt: boolean }): Turn {
     const { turns } = connection.state;
     const turnId = input.turn_id ?? randomUUID();
     if (turns.has(turnId)) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Turn "${turnId}" is already running or waiting`);
     if (options.interrupt) for (const earlier of [...turns.values()]) earlier.cancel();
-    const turn = new Turn(turnId, connection, input, this.env, options.origin);
+    const turn = new Turn(turnId, connection, input, this.env, { origin: options.origin, untilSpoken: options.untilSpoken });
     const queued = connection.queue().schedule(() => turn.play());
     turn.whileWaiting(() => {
       if (queued.withdraw()) turn.play().catch((error: Error) => this.logger.error(`Turn ${turnId} could not end: ${error.stack}`));

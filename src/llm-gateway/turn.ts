@@ -17,6 +17,18 @@ import { SpeechStream } from './speech-stream';
 import { ToolRound } from './tool-round';
 import type { TurnEnvironment } from './turn-environment';
 
+export interface TurnOptions {
+  /** `push` for a turn the fleet started for the device (no `text_input` asked for it): every frame says so. */
+  origin?: 'push';
+  /**
+   * For a connection that speaks the answer itself (a xiaozhi device's voice session): resolves
+   * once the answer written so far has been spoken, or its speech was cut. The turn is answered
+   * only then, so the device's abort while it plays still cancels it, and the history keeps only
+   * what was spoken (the `spoken` its cancel brings).
+   */
+  untilSpoken?: () => Promise<void>;
+}
+
 /** Why a turn's signal aborted when the client cancelled it. */
 export class TurnCancelled extends Error {
   constructor(readonly turnId: string) {
@@ -83,8 +95,7 @@ export class Turn {
     private readonly connection: LlmConnection,
     private readonly input: TextInputFrame,
     private readonly env: TurnEnvironment,
-    /** `push` for a turn the fleet started for the device (no `text_input` asked for it): every frame says so. */
-    private readonly origin?: 'push',
+    private readonly options: TurnOptions = {},
   ) {}
 
   /** Every frame of the turn, in order, from `processing` to `idle`; complete when the turn is over. */
@@ -233,6 +244,7 @@ export class Turn {
           break;
       }
     }
+    await this.options.untilSpoken?.();
     if (this.cancelled) throw this.controller.signal.reason;
     const historySaved = await this.env.sessions.recordExchange(session.id, text, answer).catch(() => false);
     this.clock.firstSentenceAt ??= performance.now();
@@ -350,7 +362,7 @@ export class Turn {
   private stamp(frame: LlmServerFrame): void {
     const turnFrame = frame as TurnFrame;
     turnFrame.turn_id = this.id;
-    if (this.origin) turnFrame.origin = this.origin;
+    if (this.options.origin) turnFrame.origin = this.options.origin;
   }
 
   private recordMetrics(): void {
@@ -367,6 +379,7 @@ export class Turn {
     endSpan(span, outcome, outcome === 'ok' || outcome === 'cancelled' ? undefined : { code: outcome });
     this.env.audit.turn({
       principal: this.connection.principal,
+      protocol: this.connection.protocol,
       turnId: this.id,
       sessionId: this.connection.state.sessionId,
       outcome,

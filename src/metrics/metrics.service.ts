@@ -17,7 +17,26 @@ const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 
 /** How a turn ended. */
 export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
 
-/** How a model request ended. */
+/**
+ * What a voice session counts: audio it dropped (not Opus, faster than real time, a frame that
+ * breaks its framing, sent before `hello` or while nobody listens), an engine or the model that
+ * failed, an utterance cut at its maximum length, a barge-in, and a device's MCP answers that
+ * made no sense.
+ */
+export type VoiceEvent =
+  | 'audio_undecodable'
+  | 'audio_over_budget'
+  | 'audio_bad_frame'
+  | 'audio_before_hello'
+  | 'audio_not_listening'
+  | 'utterance_max_length'
+  | 'recognizer_failed'
+  | 'synthesizer_failed'
+  | 'model_failed'
+  | 'barge_in'
+  | 'device_mcp_unknown_id'
+  | 'device_mcp_endless_cursor'
+  | 'device_mcp_bad_tool';
 
 /** The code an error is counted under: its gateway code, or INTERNAL_ERROR for anything unexpected. */
 const codeOf = (error: unknown): string => (error instanceof GatewayError ? error.code : 'INTERNAL_ERROR');
@@ -57,6 +76,11 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
     ['outcome'],
   );
   private readonly firstTokens = this.histogram('gateway_llm_first_token_seconds', "Time from a model request to the model's first token", []).bind();
+  private readonly voiceEvents = this.counter(
+    'gateway_voice_events_total',
+    "What went wrong or out of the ordinary in voice sessions, by event (audio dropped and why, an engine's failure, a barge-in, a device's bad MCP answer)",
+    ['protocol', 'event'],
+  );
   private readonly contextRequests = this.counter(
     'gateway_mcp_context_requests_total',
     'MCP requests for what upstreams offer besides tools, by kind (resource, prompt, completion) and outcome (ok, not_found, rate_limited, failed)',
@@ -112,6 +136,11 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
     this.turns.bind(outcome).inc();
     this.turnDurations.observe(durationMs / 1000);
     if (firstSentenceMs !== undefined) this.firstSentences.observe(firstSentenceMs / 1000);
+  }
+
+  /** One event of a voice session (see {@link VoiceEvent}). */
+  voiceEvent(protocol: string, event: VoiceEvent): void {
+    this.voiceEvents.bind(protocol, event).inc();
   }
 
   /** One resource read, prompt or completion (see `ContextCatalogueService`). */

@@ -119,6 +119,11 @@ export class VoiceOutput {
     return this.finished;
   }
 
+  /** What of the current answer has been sent so far, sentence by sentence; after {@link abort}, what the device got. */
+  report(): SentenceReport[] {
+    return this.answer ? this.answer.sentences.map(reportOf) : [];
+  }
+
   /** Aborts what is still playing and frees the encoder and resampler. */
   async close(): Promise<void> {
     this.closed = true;

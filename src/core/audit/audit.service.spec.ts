@@ -149,6 +149,7 @@ describe('AuditService', () => {
   it('writes one line per turn, with the input and answer only with AUDIT_LOG_ARGUMENTS', () => {
     start().turn({
       principal: 'token:fedcba9876543210',
+      protocol: 'llm',
       turnId: 't-9',
       sessionId: 's-1',
       outcome: 'ok',
@@ -159,6 +160,7 @@ describe('AuditService', () => {
     });
     start({ AUDIT_LOG_ARGUMENTS: 'true' }).turn({
       principal: { name: 'kitchen-speaker' },
+      protocol: 'llm',
       turnId: 't-10',
       outcome: 'TIMEOUT',
       durationMs: 1,
@@ -193,7 +195,7 @@ describe('AuditService', () => {
   ])('writes nothing and does not watch calls with %s', (_name, settings: EnvironmentInput) => {
     const audit = start(settings);
     call('echo', { text: 'a' }, { protocol: 'mcp' });
-    audit.turn({ principal: 'anonymous', turnId: 't', outcome: 'ok', durationMs: 1, toolCalls: 0, input: 'x' });
+    audit.turn({ principal: 'anonymous', protocol: 'llm', turnId: 't', outcome: 'ok', durationMs: 1, toolCalls: 0, input: 'x' });
     expect(audit.enabled).toBe(false);
     expect(log.audit).toEqual([]);
   });

@@ -48,7 +48,7 @@ export interface ToolCallAuditLine {
 export interface TurnAuditLine {
   event: 'turn';
   token: string;
-  protocol: 'llm';
+  protocol: string;
   turn_id: string;
   session_id?: string;
   /** `ok` (answered), `cancelled` (by the client), `aborted` (the connection closed) or the error's code. */
@@ -64,6 +64,8 @@ export interface TurnAuditLine {
 /** What the turn service tells about a turn that has ended. */
 export interface TurnRecord {
   principal: PrincipalLike;
+  /** The protocol the turn was held over (`llm`, `xiaozhi`). */
+  protocol: string;
   turnId: string;
   sessionId?: string;
   outcome: string;
@@ -139,7 +141,7 @@ export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnM
     const line: TurnAuditLine = {
       event: 'turn',
       token: principalLabel(record.principal),
-      protocol: 'llm',
+      protocol: record.protocol,
       turn_id: record.turnId,
       session_id: record.sessionId,
       outcome: record.outcome,

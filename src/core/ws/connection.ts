@@ -188,6 +188,18 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   send(frame: unknown): boolean {
     if (this.socket.readyState !== WebSocket.OPEN) return false;
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+    return this.stillReading();
+  }
+
+  /** Sends one binary message (audio), bounded as {@link send} is. */
+  sendBinary(data: Uint8Array): boolean {
+    if (this.socket.readyState !== WebSocket.OPEN) return false;
+    this.socket.send(data, { binary: true });
+    return this.stillReading();
+  }
+
+  /** Whether the client keeps up: past `maxBufferedBytes` waiting, it is closed (1008). */
+  private stillReading(): boolean {
     if (this.socket.bufferedAmount > this.maxBufferedBytes) {
       this.close(CLOSE_POLICY_VIOLATION, `Client is not reading: over ${this.maxBufferedBytes} bytes wait to be sent`);
       return false;

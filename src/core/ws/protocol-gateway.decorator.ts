@@ -116,6 +116,11 @@ export interface ProtocolGatewayHooks<State = unknown> {
    * client. Runs through the interceptors declared on it, the route's heartbeat first.
    */
   onOpen?(connection: GatewayConnection<State>): void;
+  /**
+   * A binary message, for a protocol whose binary messages are not frames of its handlers
+   * (xiaozhi's audio); without this hook, binary messages are dispatched as frames like text.
+   */
+  onBinary?(connection: GatewayConnection<State>, data: Buffer): void;
   /** The socket closed: let go of what the connection held. */
   onClose?(connection: GatewayConnection<State>): void;
   /** The auth frame did not come within the route's deadline; the protocol says so and closes. */

@@ -275,12 +275,15 @@ export class UpgradeRouter {
     );
     // Once the gateway has begun closing a socket (a client that stopped reading, a cap, a
     // timeout), what it still sends is dropped: no call it asks for is started, nothing is answered.
-    const dispatch = (raw: Buffer) => {
-      if (connection.isOpen) void route.dispatcher.dispatch(connection, raw);
+    const binary = route.gateway.onBinary?.bind(route.gateway);
+    const dispatch = (raw: Buffer, isBinary: boolean) => {
+      if (!connection.isOpen) return;
+      if (isBinary && binary) binary(connection, raw);
+      else void route.dispatcher.dispatch(connection, raw);
     };
     // A client's `traceparent` on the upgrade is the parent of what its frames cause (turns, tool calls).
     const traceParent = traceContextOf(connection.request.headers);
-    socket.on('message', traceParent ? (raw: Buffer) => runInTraceContext(traceParent, () => dispatch(raw)) : dispatch);
+    socket.on('message', traceParent ? (raw: Buffer, isBinary: boolean) => runInTraceContext(traceParent, () => dispatch(raw, isBinary)) : dispatch);
     connection.onClose(() => {
       this.registry.delete(connection);
       try {

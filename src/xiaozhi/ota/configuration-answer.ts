@@ -1,0 +1,42 @@
+import type { GatewayConfig } from '../../config/gateway-config';
+
+/** The path of the xiaozhi WebSocket session, as the configuration answer gives it. */
+export const XIAOZHI_SESSION_PATH = '/xiaozhi/v1/';
+
+/**
+ * The configuration answer (`main/ota.cc`): where the device's session is and with which token,
+ * the time, and the firmware it should run. The firmware stores every field of `websocket` in
+ * its settings and connects there; it adds `timezone_offset` to `timestamp` to set its clock to
+ * local time; it upgrades when `firmware.version` is newer than its own.
+ */
+export interface ConfigurationAnswer {
+  websocket: { url: string; token: string };
+  server_time: { timestamp: number; timezone_offset: number };
+  firmware?: { version: string; url: string };
+}
+
+/** The gateway's base URL as devices reach it: `PUBLIC_URL`, else the request's own host (right when devices reach the gateway directly). */
+export function publicBaseUrl(config: GatewayConfig, host: string | undefined, encrypted: boolean): string {
+  return config.auth.publicUrl ?? `${encrypted ? 'https' : 'http'}://${host ?? `localhost:${config.server.port}`}`;
+}
+
+/** Minutes `timeZone` is ahead of UTC at `at` (negative west of Greenwich). */
+export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' })
+      .formatToParts(at)
+      .map(({ type, value }) => [type, Number(value)]),
+  );
+  const local = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute);
+  return Math.round((local - Math.floor(at.getTime() / 60_000) * 60_000) / 60_000);
+}
+
+/** The answer for a device, at `now`, reaching the gateway at `baseUrl`. */
+export function configurationAnswer(config: GatewayConfig, baseUrl: string, now = new Date()): ConfigurationAnswer {
+  const wsBase = baseUrl.replace(/^http/, 'ws');
+  return {
+    websocket: { url: `${wsBase}${XIAOZHI_SESSION_PATH}`, token: config.xiaozhi.deviceToken ?? '' },
+    server_time: { timestamp: now.getTime(), timezone_offset: timeZoneOffsetMinutes(config.tools.defaultTimezone, now) },
+    ...(config.xiaozhi.firmware && { firmware: { ...config.xiaozhi.firmware } }),
+  };
+}

@@ -1,0 +1,51 @@
+import { BadRequestException, Controller, Get, HttpCode, Inject, Logger, Post, Req } from '@nestjs/common';
+import type { Request } from 'express';
+import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { Public } from '../../core/auth/route-access';
+import { deviceIdProblem } from '../../fleet/device-id';
+import { configurationAnswer, ConfigurationAnswer, publicBaseUrl } from './configuration-answer';
+import { DeviceBootRecords } from './device-boot-records';
+
+const header = (request: Request, name: string): string | undefined => {
+  const value = request.headers[name];
+  return (Array.isArray(value) ? value[0] : value)?.slice(0, 256);
+};
+
+/**
+ * The xiaozhi firmware's configuration request (its OTA URL, `main/ota.cc`): `POST` with the
+ * board's description, or `GET` without one. Open to callers with no token, since the firmware
+ * asks before it has any credential; what it hands out is the device token of
+ * `XIAOZHI_DEVICE_TOKEN`, whose grant decides what a device may do. A request without a valid
+ * `Device-Id` is refused (400): the firmware always sends its MAC address.
+ */
+@Controller('xiaozhi/ota')
+@Public()
+export class XiaozhiOtaController {
+  private readonly logger = new Logger('Xiaozhi');
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly boots: DeviceBootRecords,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  post(@Req() request: Request): ConfigurationAnswer {
+    return this.answer(request);
+  }
+
+  @Get()
+  get(@Req() request: Request): ConfigurationAnswer {
+    return this.answer(request);
+  }
+
+  private answer(request: Request): ConfigurationAnswer {
+    const deviceId = header(request, 'device-id');
+    const problem = deviceId === undefined ? 'the Device-Id header is required' : deviceIdProblem(deviceId);
+    if (problem) throw new BadRequestException(`Device-Id: ${problem}`);
+    const boot = { deviceId: deviceId!, clientId: header(request, 'client-id'), userAgent: header(request, 'user-agent'), at: new Date().toISOString() };
+    this.boots.record(boot);
+    this.logger.log(`Device ${boot.deviceId} asked for its configuration (${boot.userAgent ?? 'no User-Agent'}, client ${boot.clientId ?? 'none'})`);
+    return configurationAnswer(this.config, publicBaseUrl(this.config, request.headers.host, request.secure));
+  }
+}

@@ -1,0 +1,372 @@
+import { Logger } from '@nestjs/common';
+import { Observable, tap } from 'rxjs';
+import type { OpusFormat } from '../assistant/audio/opus-format';
+import type { SpeechRecognizer, SpeechSynthesizer } from '../assistant/speech-engines/speech-engine';
+import type { ListeningMode, VoiceInputEvent } from '../assistant/voice/voice-input-event';
+import { VoiceInput, VoiceInputCounters, VoiceInputSettings } from '../assistant/voice/voice-input';
+import type { VoiceOutputEvent } from '../assistant/voice/voice-output-event';
+import { VoiceOutput } from '../assistant/voice/voice-output';
+import type { LlmServerFrame } from '../llm-gateway/protocol';
+import { cleanedTurn } from '../llm-gateway/speech-cleaning.interceptor';
+import type { Turn } from '../llm-gateway/turn';
+import type { TurnStarter } from '../llm-gateway/turn-starter';
+import type { VoiceEvent } from '../metrics/metrics.service';
+import { emotionOf, NEUTRAL } from './emotions';
+import { frame } from './audio-framing';
+import type { XiaozhiConnection } from './xiaozhi-connection';
+import type { XiaozhiServerMessage } from './xiaozhi-messages';
+
+/** What a voice session works with, shared by every session of the instance. */
+export interface VoiceSessionContext {
+  turns: TurnStarter;
+  /** `null` while recognition is off (`STT_BASE_URL` unset): audio is refused with an alert. */
+  recognizer: SpeechRecognizer | null;
+  /** `null` while synthesis is off (`TTS_BASE_URL` unset): answers are shown, not spoken. */
+  synthesizer: SpeechSynthesizer | null;
+  settings: VoiceInputSettings;
+  count(event: VoiceEvent): void;
+}
+
+/** A message without its `session_id`, which the session adds. */
+type Unaddressed<T> = T extends unknown ? Omit<T, 'session_id'> : never;
+
+/** How a push's or a turn's speech ends up: whether it reached the device. */
+interface SpeechStart {
+  started: Promise<void>;
+}
+
+/** Which of the {@link VoiceInputCounters} are reported as which event. */
+const DROPPED: [keyof VoiceInputCounters, VoiceEvent][] = [
+  ['undecodable', 'audio_undecodable'],
+  ['overBudget', 'audio_over_budget'],
+];
+
+/**
+ * One answer said aloud: `tts start`, then each sentence (`sentence_start` just before its first
+ * audio frame, or alone when synthesis is off), then `tts stop` once its last frame is sent or
+ * its speech was cut. Ends once, whatever ends it.
+ */
+class SpokenAnswer {
+  private ended?: Promise<void>;
+
+  constructor(
+    private readonly session: VoiceSession,
+    private readonly output: VoiceOutput | undefined,
+    /** The turn it answers; `undefined` for a pushed sentence. */
+    readonly turn: Turn | undefined,
+  ) {
+    session.send({ type: 'tts', state: 'start' });
+    output?.begin();
+  }
+
+  say(sentence: string): void {
+    if (this.ended) return;
+    if (this.output) this.output.say(sentence);
+    else this.session.send({ type: 'tts', state: 'sentence_start', text: sentence });
+  }
+
+  /** No more sentences: resolves once the last is sent (or cut), after `tts stop`. */
+  finish(): Promise<void> {
+    return (this.ended ??= this.stop(() => this.output?.end()));
+  }
+
+  /** Stops now: nothing more is sent but `tts stop`; the text the device got, for the history. */
+  cut(): string {
+    if (!this.ended) this.ended = this.stop(() => void this.output?.abort());
+    return (this.output?.report() ?? [])
+      .filter((sentence) => sentence.spoken !== 'unspoken')
+      .map((sentence) => sentence.text)
+      .join(' ');
+  }
+
+  private async stop(end: () => void): Promise<void> {
+    end();
+    await this.output?.finished;
+    this.session.send({ type: 'tts', state: 'stop' });
+    this.session.answerOver(this);
+  }
+}
+
+/**
+ * A xiaozhi device's voice, once its hello has come: what it says is heard ({@link VoiceInput}:
+ * Opus, Silero VAD, the recognizer), becomes a turn of the LLM gateway's engine (its session,
+ * tools, sentence streaming and cancel rules), and the turn's sentences are spoken back
+ * ({@link VoiceOutput}: synthesis one sentence ahead, Opus, paced) between `tts start` and `tts
+ * stop`. Pushed sentences are said the same way, in the connection's queue, after the turn in
+ * flight.
+ *
+ * Listening follows the device: from `listen start` (in its mode) to `listen stop`, or in `auto`
+ * mode until an utterance is heard, after which its audio is dropped until the answer's `tts
+ * stop` (the firmware stops sending it then, but what is in flight still comes). In `realtime`
+ * mode the user may talk over the answer: speech heard while the gateway speaks cuts it. An
+ * `abort` cuts it too, within a frame, and the history keeps what was spoken.
+ *
+ * The decoder and detector are made on the first audio, the encoder on the first answer; all of
+ * it is freed at {@link close}, with the recognition or synthesis in flight.
+ */
+export class VoiceSession {
+  private readonly logger = new Logger('Xiaozhi');
+  private mode?: ListeningMode;
+  private input?: VoiceInput;
+  private inputMode?: ListeningMode;
+  private output?: VoiceOutput;
+  private speaking?: SpokenAnswer;
+  /** An utterance was heard in `auto` or `manual` mode: its answer is being prepared or said, and audio is not listened to. */
+  private answering = false;
+  private warnedNoRecognizer = false;
+  private warnedNoSynthesizer = false;
+  private closed = false;
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly connection: XiaozhiConnection,
+    private readonly context: VoiceSessionContext,
+    /** The device's audio, from its hello. */
+    private readonly inputFormat: OpusFormat,
+    /** The audio it is sent, as the server hello says. */
+    private readonly outputFormat: OpusFormat,
+  ) {}
+
+  /** Sends a message of the session, its `session_id` added. */
+  send(message: Unaddressed<XiaozhiServerMessage>): boolean {
+    return this.connection.send({ session_id: this.connection.state.helloSessionId, ...message });
+  }
+
+  /** `listen start`: the microphone is on, in `mode`. */
+  listen(mode: ListeningMode): void {
+    this.mode = mode;
+    if (!this.speaking) this.answering = false;
+  }
+
+  /** `listen stop`: in manual mode the utterance ends here; false when nothing was listening (a stop without a start). */
+  stopListening(): boolean {
+    if (this.mode === undefined) return false;
+    const mode = this.mode;
+    this.mode = undefined;
+    if (mode === 'manual' && this.input && !this.answering) {
+      this.answering = true;
+      void this.input.stop();
+    }
+    return true;
+  }
+
+  /** The wake word was heard (`listen detect`): whatever is being said stops, as the firmware's own abort asks. */
+  wakeWord(): void {
+    this.cutSpeech();
+  }
+
+  /** `abort`: stop speaking now; the turn is cancelled with what the device got as its answer. */
+  abort(): void {
+    this.cutSpeech();
+  }
+
+  /** One Opus packet from the device. */
+  audio(packet: Uint8Array): void {
+    if (this.mode === undefined || (this.answering && this.mode !== 'realtime')) return this.context.count('audio_not_listening');
+    const input = this.inputFor(this.mode);
+    if (!input) return;
+    const before = DROPPED.map(([counter]) => input.counters[counter]);
+    input.push(packet).catch((error: Error) => this.logger.error(`Device ${this.deviceName}: audio analysis failed: ${error.stack}`));
+    DROPPED.forEach(([counter, event], index) => {
+      if (input.counters[counter] > before[index]) this.context.count(event);
+    });
+  }
+
+  /** What a device's count of unreadable binary messages adds up to: one event each. */
+  badFrame(problem: string): void {
+    this.context.count('audio_bad_frame');
+    this.logger.debug(`Device ${this.deviceName}: ${problem}`);
+  }
+
+  /**
+   * Says `text` in its turn: after the turn in flight (or at once, with `interrupt`, which cuts
+   * it). `started` settles once `tts start` went out.
+   */
+  say(text: string, interrupt: boolean): SpeechStart & { waiting: boolean } {
+    if (interrupt) this.cutSpeech();
+    const queue = this.connection.queue();
+    const waiting = !queue.idle;
+    let settle!: (sent: boolean) => void;
+    const started = new Promise<void>((resolve, reject) => (settle = (sent) => (sent ? resolve() : reject(new Error('disconnected')))));
+    queue
+      .run(async () => {
+        if (!this.connection.isOpen || this.closed) return settle(false);
+        const answer = this.beginAnswer(undefined);
+        settle(true);
+        answer.say(text);
+        await answer.finish();
+      })
+      .catch(() => settle(false));
+    return { waiting, started };
+  }
+
+  /**
+   * A turn of the engine for what the user said (or a pushed turn): its sentences are spoken as
+   * the model writes them, and it is answered once they have been.
+   */
+  startTurn(text: string, options: { turnId?: string; origin?: 'push' } = {}): Turn {
+    let answer: SpokenAnswer | undefined;
+    const turn: Turn = this.context.turns.start(
+      this.connection,
+      { type: 'text_input', text, ...(options.turnId !== undefined && { turn_id: options.turnId }) },
+      { interrupt: false, origin: options.origin, untilSpoken: () => answer?.finish() ?? Promise.resolve() },
+    );
+    let emotionSent = false;
+    const raw: Observable<LlmServerFrame> = turn.frames.pipe(
+      tap((frame) => {
+        if (emotionSent || frame.type !== 'llm_response') return;
+        const emotion = emotionOf(frame.content);
+        if (!emotion && frame.is_final !== true) return;
+        emotionSent = true;
+        this.send({ type: 'llm', ...(emotion ?? NEUTRAL) });
+      }),
+    );
+    cleanedTurn(raw, this.connection).subscribe({
+      next: (frame) => {
+        if (frame.type === 'llm_response' && !frame.is_final && frame.content.trim() !== '') {
+          answer ??= this.beginAnswer(turn);
+          answer.say(frame.content.trim());
+        } else if (frame.type === 'error') {
+          this.context.count('model_failed');
+          this.alert('error', frame.message, 'sad');
+          void answer?.finish();
+        }
+      },
+      complete: () => {
+        void answer?.finish();
+        if (!answer) this.answerOver(undefined);
+      },
+    });
+    return turn;
+  }
+
+  /** The answer `answer` is over (`tts stop` sent): the microphone is listened to again. */
+  answerOver(answer: SpokenAnswer | undefined): void {
+    if (answer && this.speaking !== answer) return;
+    this.speaking = undefined;
+    this.answering = false;
+  }
+
+  /** Frees the codec, detector and engines' requests; nothing is sent after it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.input?.close();
+    this.input = undefined;
+    await this.output?.close();
+    this.output = undefined;
+  }
+
+  private get deviceName(): string {
+    return this.connection.state.deviceId ?? this.connection.id;
+  }
+
+  private alert(status: string, message: string, emotion: string): void {
+    this.send({ type: 'alert', status, message, emotion });
+  }
+
+  private beginAnswer(turn: Turn | undefined): SpokenAnswer {
+    const answer = new SpokenAnswer(this, this.outputFor(), turn);
+    this.speaking = answer;
+    return answer;
+  }
+
+  /** Stops what is being said; the turn it answers is cancelled with what was spoken of it. */
+  private cutSpeech(): void {
+    const answer = this.speaking;
+    if (!answer) {
+      for (const turn of this.connection.state.turns.values()) turn.cancel('');
+      return;
+    }
+    const spoken = answer.cut();
+    answer.turn?.cancel(spoken);
+  }
+
+  /** The input for `mode`, made on the first audio and again when the mode changes; `undefined` while recognition is off. */
+  private inputFor(mode: ListeningMode): VoiceInput | undefined {
+    const { recognizer } = this.context;
+    if (!recognizer) {
+      if (!this.warnedNoRecognizer) this.alert('error', 'Speech recognition is off on this gateway (STT_BASE_URL)', 'sad');
+      this.warnedNoRecognizer = true;
+      return undefined;
+    }
+    if (this.input && this.inputMode === mode) return this.input;
+    this.input?.close();
+    this.inputMode = mode;
+    this.input = new VoiceInput({
+      format: this.inputFormat,
+      mode,
+      recognizer,
+      settings: this.context.settings,
+      onEvent: (event) => this.heard(event),
+    });
+    return this.input;
+  }
+
+  private outputFor(): VoiceOutput | undefined {
+    const { synthesizer } = this.context;
+    if (!synthesizer) {
+      if (!this.warnedNoSynthesizer) this.alert('warning', 'Speech synthesis is off on this gateway (TTS_BASE_URL): answers are shown, not spoken', 'neutral');
+      this.warnedNoSynthesizer = true;
+      return undefined;
+    }
+    this.output ??= new VoiceOutput({
+      format: this.outputFormat,
+      synthesizer,
+      send: (packet) => this.connection.sendBinary(frame(this.connection.state.framing, packet, Math.round(performance.now() - this.startedAt))),
+      onEvent: (event) => this.spoke(event),
+    });
+    return this.output;
+  }
+
+  private heard(event: VoiceInputEvent): void {
+    if (this.closed) return;
+    switch (event.type) {
+      case 'speech-start':
+        if (this.mode === 'realtime' && this.speaking) {
+          this.context.count('barge_in');
+          this.cutSpeech();
+        }
+        return;
+      case 'utterance-end':
+        if (event.reason === 'max-length') this.context.count('utterance_max_length');
+        if (this.mode !== 'realtime') this.answering = true;
+        return;
+      case 'empty':
+        this.answerOver(undefined);
+        return;
+      case 'failed':
+        this.context.count('recognizer_failed');
+        this.logger.warn(`Device ${this.deviceName}: speech recognition failed: ${event.error.message}`);
+        this.alert('error', 'Speech recognition failed; please try again', 'sad');
+        this.answerOver(undefined);
+        return;
+      case 'transcript':
+        this.send({ type: 'stt', text: event.text });
+        this.answerTranscript(event.text);
+        return;
+    }
+  }
+
+  /** What the user said: the answer to a question a turn asked aloud, or a new turn. */
+  private answerTranscript(text: string): void {
+    const { question } = this.connection.state;
+    if (question) return question.answer(text);
+    try {
+      this.startTurn(text);
+    } catch (error) {
+      this.alert('error', (error as Error).message, 'sad');
+      this.answerOver(undefined);
+    }
+  }
+
+  private spoke(event: VoiceOutputEvent): void {
+    if (event.type === 'sentence-start') {
+      this.send({ type: 'tts', state: 'sentence_start', text: event.text });
+    } else if (event.outcome === 'failed') {
+      this.context.count('synthesizer_failed');
+      this.logger.warn(`Device ${this.deviceName}: speech synthesis failed: ${event.error?.message}`);
+      this.alert('error', 'Speech synthesis failed', 'sad');
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import { firstValueFrom } from 'rxjs';
+import { languageOfText } from '../assistant/speech/spoken-forms';
+import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
+import type { QueuedPush } from '../fleet/device-link';
+import type { ClientToolsService } from '../llm-gateway/client-tools.service';
+import { busy, ConnectionDeviceLink, unheard } from '../llm-gateway/device-link';
+import type { VoiceSession } from './voice-session';
+import type { XiaozhiConnection } from './xiaozhi-connection';
+import { XIAOZHI_PROTOCOL } from './xiaozhi-protocol-name';
+
+/**
+ * A xiaozhi device as the fleet drives it: a pushed sentence or a due reminder is synthesized
+ * and played, a pushed turn is answered aloud, each in the connection's queue after the turn in
+ * flight (unless `interrupt` cuts it). Its MCP tools are its tools for agents.
+ */
+export class XiaozhiDeviceLink extends ConnectionDeviceLink<XiaozhiConnection> {
+  readonly protocol = XIAOZHI_PROTOCOL;
+
+  constructor(
+    deviceId: string,
+    owner: string | undefined,
+    connection: XiaozhiConnection,
+    clientTools: ClientToolsService,
+    private readonly voice: VoiceSession,
+    readonly userAgent: string | undefined,
+  ) {
+    super(deviceId, owner, connection, clientTools);
+  }
+
+  say(_turnId: string, text: string, options: { interrupt?: boolean }): QueuedPush {
+    try {
+      const { waiting, started } = this.voice.say(cleanForSpeech(text, languageOfText(text)), options.interrupt ?? false);
+      return { waiting, started: started.catch(() => Promise.reject(unheard(this.deviceId))) };
+    } catch (error) {
+      throw busy(this.deviceId, error);
+    }
+  }
+
+  /** Reached the device once the turn begins (it answers aloud; its first words follow once the model writes them). */
+  startTurn(turnId: string, text: string): QueuedPush {
+    const waiting = !this.connection.queue().idle;
+    let turn;
+    try {
+      turn = this.voice.startTurn(text, { turnId, origin: 'push' });
+    } catch (error) {
+      throw busy(this.deviceId, error);
+    }
+    const started = firstValueFrom(turn.frames).then(
+      () => {
+        if (!this.connection.isOpen) throw unheard(this.deviceId);
+      },
+      () => Promise.reject(unheard(this.deviceId)),
+    );
+    return { waiting, started };
+  }
+}

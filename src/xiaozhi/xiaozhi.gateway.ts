@@ -1,0 +1,196 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'crypto';
+import { checkOpusFormat, OpusFormat } from '../assistant/audio/opus-format';
+import { SILERO_SAMPLE_RATE } from '../assistant/audio/silero-vad-model';
+import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { OnFrame } from '../core/ws/on-frame.decorator';
+import { FrameEvent } from '../core/ws/frame-parser';
+import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
+import { DeviceIdentityGuard } from '../fleet/device-identity.guard';
+import { ClientToolsService } from '../llm-gateway/client-tools.service';
+import { DeviceLinks } from '../llm-gateway/device-link';
+import { MAX_WAITING_REQUESTS } from '../llm-gateway/llm-connection';
+import { SessionBindingService } from '../llm-gateway/session-binding.service';
+import { unframe } from './audio-framing';
+import { DeviceMcpTools } from './device-mcp-tools';
+import { DeviceBootRecords } from './ota/device-boot-records';
+import { VoiceSessions } from './voice-sessions';
+import { XiaozhiConnection, XiaozhiConnectionState } from './xiaozhi-connection';
+import { XiaozhiDeviceLink } from './xiaozhi-device-link';
+import {
+  abortSchema,
+  goodbyeSchema,
+  HelloMessage,
+  helloSchema,
+  ListenMessage,
+  listenSchema,
+  McpMessage,
+  mcpSchema,
+  serverHello,
+  XiaozhiServerMessage,
+} from './xiaozhi-messages';
+import { XIAOZHI_PROTOCOL } from './xiaozhi-protocol-name';
+import { framingOf, XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
+
+/** How long a device has to send its hello after connecting (the firmware sends it at once, and waits as long for ours). */
+export const HELLO_TIMEOUT_MS = 10_000;
+/** WebSocket's "unsupported data": a hello asking for audio the gateway cannot serve. */
+export const CLOSE_UNSUPPORTED_AUDIO = 1003;
+/** What a device sends by default (`main/protocols/websocket_protocol.cc`): 16 kHz Opus in 60 ms packets. */
+const DEFAULT_INPUT: OpusFormat = { sampleRate: 16000, frameDurationMs: 60 };
+
+/** Refused before the hello: everything but the hello needs the voice session it opens. */
+class HelloFirst extends GatewayError {
+  constructor(what: string) {
+    super(GatewayErrorCode.INVALID_MESSAGE, `Send hello before ${what}`);
+  }
+}
+
+/**
+ * xiaozhi devices over WebSocket (`docs/websocket.md` of 78/xiaozhi-esp32) at `/xiaozhi/v1/`: the
+ * bearer token, `Device-Id` and `Protocol-Version` are checked at the upgrade; the device's hello
+ * opens its voice session ({@link VoiceSession}) and, with `features.mcp`, its MCP tools
+ * ({@link DeviceMcpTools}); it joins the fleet under its `Device-Id`. Text frames are its JSON
+ * messages, binary frames its audio. A message the gateway cannot take is answered with an
+ * `alert` (the only error the firmware shows) and the connection stays open; a hello asking for
+ * audio the gateway cannot serve is answered with an `alert` and a 1003 close.
+ */
+@ProtocolGateway({
+  protocol: XIAOZHI_PROTOCOL,
+  path: '/xiaozhi/v1{/}',
+  upgradeGuards: [XiaozhiUpgradeGuard, DeviceIdentityGuard],
+  serial: { maxWaiting: MAX_WAITING_REQUESTS, whenFull: 'refuse' },
+  oversizedFrames: 'close',
+})
+export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionState> {
+  private readonly logger = new Logger('Xiaozhi');
+
+  constructor(
+    private readonly binding: SessionBindingService,
+    private readonly voices: VoiceSessions,
+    private readonly deviceTools: DeviceMcpTools,
+    private readonly clientTools: ClientToolsService,
+    private readonly links: DeviceLinks,
+    private readonly boots: DeviceBootRecords,
+  ) {}
+
+  onOpen(connection: XiaozhiConnection): void {
+    connection.state = new XiaozhiConnectionState(framingOf(connection.request), randomUUID());
+    void connection.queue().run(() =>
+      this.binding.open(connection).catch((error: unknown) => {
+        this.logger.error(`Could not open a session: ${(error as Error).message}`);
+        this.alert(connection, 'Could not open a session', 'sad');
+        connection.close(1011, 'Session store unavailable');
+      }),
+    );
+    const noHello = setTimeout(() => {
+      if (!connection.state.voice) connection.close(1008, `No hello within ${HELLO_TIMEOUT_MS / 1000} s`);
+    }, HELLO_TIMEOUT_MS);
+    connection.onClose(() => clearTimeout(noHello));
+  }
+
+  onClose(connection: XiaozhiConnection): void {
+    void connection.state.voice?.close();
+    this.binding.release(connection);
+    this.clientTools.release(connection);
+    this.links.close(connection);
+  }
+
+  /**
+   * The device's hello: its audio is checked (mono Opus at 16 kHz, the rate speech is heard at,
+   * in a frame duration Opus has), and answered with the server's hello; the device joins the
+   * fleet, and its MCP tools are listed when it has some. A second hello is answered again.
+   */
+  @OnFrame('hello', { schema: helloSchema })
+  hello(hello: HelloMessage, connection: XiaozhiConnection): XiaozhiServerMessage | undefined {
+    const { state } = connection;
+    if (state.voice) return serverHello(state.helloSessionId, this.voices.outputFormat);
+    const params = hello.audio_params ?? {};
+    const input: OpusFormat = {
+      sampleRate: (params.sample_rate ?? DEFAULT_INPUT.sampleRate) as OpusFormat['sampleRate'],
+      frameDurationMs: (params.frame_duration ?? DEFAULT_INPUT.frameDurationMs) as OpusFormat['frameDurationMs'],
+    };
+    const problem = audioProblem(input);
+    if (problem) {
+      this.alert(connection, problem, 'sad');
+      connection.close(CLOSE_UNSUPPORTED_AUDIO, problem.slice(0, 120));
+      return undefined;
+    }
+    state.voice = this.voices.open(connection, input);
+    connection.send(serverHello(state.helloSessionId, this.voices.outputFormat));
+    this.links.open(
+      connection,
+      (id, owner) => new XiaozhiDeviceLink(id, owner, connection, this.clientTools, state.voice!, this.boots.get(id)?.userAgent),
+    );
+    this.logger.log(`Device ${state.deviceId} said hello (audio framing ${state.framing}${hello.features?.mcp === true ? ', MCP tools' : ''})`);
+    if (hello.features?.mcp === true) this.deviceTools.start(connection);
+    return undefined;
+  }
+
+  @OnFrame('listen', { schema: listenSchema })
+  listen(message: ListenMessage, connection: XiaozhiConnection): XiaozhiServerMessage | undefined {
+    const voice = connection.state.voice;
+    if (!voice) throw new HelloFirst('listen');
+    if (message.state === 'start') voice.listen(message.mode ?? 'auto');
+    else if (message.state === 'detect') voice.wakeWord();
+    else if (!voice.stopListening()) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'listen stop without a listen start');
+    return undefined;
+  }
+
+  @OnFrame('abort', { schema: abortSchema })
+  abort(_message: unknown, connection: XiaozhiConnection): void {
+    const voice = connection.state.voice;
+    if (!voice) throw new HelloFirst('abort');
+    voice.abort();
+  }
+
+  @OnFrame('mcp', { schema: mcpSchema })
+  mcp(message: McpMessage, connection: XiaozhiConnection): void {
+    const { mcp } = connection.state;
+    if (!mcp) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'mcp without features.mcp in the hello: the gateway sent this device no MCP request');
+    mcp.receive(message.payload as Record<string, unknown>);
+  }
+
+  /** The device closes its audio channel (the firmware sends it over MQTT; over WebSocket it closes the socket): the socket is closed for it. */
+  @OnFrame('goodbye', { schema: goodbyeSchema })
+  goodbye(_message: unknown, connection: XiaozhiConnection): void {
+    connection.close(1000, 'Goodbye');
+  }
+
+  @OnFrame(FrameEvent.UNKNOWN_TYPE)
+  unknown(message: { type?: unknown }): never {
+    throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Unknown message type ${JSON.stringify(message.type)?.slice(0, 40) ?? '(none)'}`);
+  }
+
+  /** A binary message: one Opus packet in the connection's framing. */
+  onBinary(connection: XiaozhiConnection, data: Buffer): void {
+    const voice = connection.state.voice;
+    if (!voice) {
+      this.voices.count('audio_before_hello');
+      return;
+    }
+    const read = unframe(connection.state.framing, data);
+    if ('problem' in read) voice.badFrame(read.problem);
+    else voice.audio(read.packet);
+  }
+
+  /** Any refused message, as the firmware shows errors: an `alert`. */
+  onFrameError(error: unknown, _frame: unknown, connection: XiaozhiConnection): XiaozhiServerMessage {
+    const message = error instanceof Error ? error.message : String(error);
+    return { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion: 'confused' };
+  }
+
+  private alert(connection: XiaozhiConnection, message: string, emotion: string): void {
+    connection.send({ type: 'alert', session_id: connection.state.helloSessionId, status: 'error', message, emotion });
+  }
+}
+
+/** Why the gateway cannot hear audio of `format`, or `undefined` when it can. */
+function audioProblem(format: OpusFormat): string | undefined {
+  try {
+    checkOpusFormat(format);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return format.sampleRate === SILERO_SAMPLE_RATE ? undefined : `Send audio at ${SILERO_SAMPLE_RATE} Hz, the rate speech is heard at, not ${format.sampleRate} Hz`;
+}

@@ -1,0 +1,48 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { SpeechEnginesModule } from '../assistant/speech-engines/speech-engines.module';
+import { DrainService } from '../core/lifecycle/drain.service';
+import { ProtocolRegistry } from '../core/protocols/protocol-registry';
+import { ConnectionRegistry } from '../core/ws/connection-registry';
+import { CLOSE_GOING_AWAY } from '../core/ws/gateway-ws.adapter';
+import { HealthChecks } from '../health/health-checks';
+import { HealthModule } from '../health/health.module';
+import { LlmGatewayModule } from '../llm-gateway/llm-gateway.module';
+import { DeviceMcpTools } from './device-mcp-tools';
+import { DeviceBootRecords } from './ota/device-boot-records';
+import { XiaozhiOtaController } from './ota/xiaozhi-ota.controller';
+import { VoiceSessions } from './voice-sessions';
+import { XiaozhiGateway } from './xiaozhi.gateway';
+import { XIAOZHI_DECLARATION } from './xiaozhi.protocol';
+import { XIAOZHI_PROTOCOL } from './xiaozhi-protocol-name';
+import { XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
+
+/**
+ * xiaozhi voice devices: their configuration request (`/xiaozhi/ota/`) and their WebSocket
+ * sessions (`/xiaozhi/v1/`), heard and answered through the speech engines
+ * ({@link SpeechEnginesModule}) and the LLM gateway's turn engine.
+ */
+@Module({
+  imports: [HealthModule, LlmGatewayModule, SpeechEnginesModule.register()],
+  controllers: [XiaozhiOtaController],
+  providers: [XiaozhiGateway, XiaozhiUpgradeGuard, VoiceSessions, DeviceMcpTools, DeviceBootRecords],
+})
+export class XiaozhiModule implements OnModuleInit {
+  constructor(
+    checks: HealthChecks,
+    indicators: HealthIndicatorService,
+    drain: DrainService,
+    connections: ConnectionRegistry,
+    private readonly protocols: ProtocolRegistry,
+  ) {
+    checks.add('xiaozhi', () => indicators.check('xiaozhi').up({ connections: connections.count(XIAOZHI_PROTOCOL) }));
+    // On shutdown each device finishes the answer it is hearing, then is told to reconnect (1001).
+    drain.register('xiaozhi', async () => {
+      await Promise.all(connections.list(XIAOZHI_PROTOCOL).map((connection) => connection.closeWhenIdle(CLOSE_GOING_AWAY, 'Server shutting down')));
+    });
+  }
+
+  onModuleInit(): void {
+    this.protocols.declare(XIAOZHI_DECLARATION);
+  }
+}
