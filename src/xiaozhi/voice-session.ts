@@ -138,12 +138,11 @@ export class VoiceSession {
     if (!this.speaking) this.answering = false;
   }
 
-  /** `listen stop`: in manual mode the utterance ends here; false when nothing was listening (a stop without a start). */
+  /** `listen stop`: the utterance ends here (in manual mode, the only way it ends); false when nothing was listening (a stop without a start). */
   stopListening(): boolean {
     if (this.mode === undefined) return false;
-    const mode = this.mode;
     this.mode = undefined;
-    if (mode === 'manual' && this.input && !this.answering) {
+    if (this.input && !this.answering) {
       this.answering = true;
       void this.input.stop();
     }
