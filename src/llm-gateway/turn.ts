@@ -161,6 +161,8 @@ export class Turn {
     try {
       // A turn whose connection closed while it waited has nobody to answer.
       if (!this.controller.signal.aborted) failure = await this.env.tracing.within(span, () => this.answerOrFail());
+      // A failed or cancelled answer's speech ends too before the next turn may speak.
+      await this.options.untilSpoken?.();
       this.end();
       this.recordMetrics();
     } finally {

@@ -57,7 +57,7 @@ class HelloFirst extends GatewayError {
  */
 @ProtocolGateway({
   protocol: XIAOZHI_PROTOCOL,
-  path: '/xiaozhi/v1{/}',
+  path: '/xiaozhi/v1',
   upgradeGuards: [XiaozhiUpgradeGuard, DeviceIdentityGuard],
   serial: { maxWaiting: MAX_WAITING_REQUESTS, whenFull: 'refuse' },
   oversizedFrames: 'close',
