@@ -70,9 +70,10 @@ class SpokenAnswer {
     return (this.ended ??= this.stop(() => this.output?.end()));
   }
 
-  /** Stops now: nothing more is sent but `tts stop`; the text the device got, for the history. */
+  /** Stops now, whether or not its last sentence was said: nothing more is sent but `tts stop`; the text the device got, for the history. */
   cut(): string {
-    if (!this.ended) this.ended = this.stop(() => void this.output?.abort());
+    void this.output?.abort();
+    this.ended ??= this.stop(() => undefined);
     return (this.output?.report() ?? [])
       .filter((sentence) => sentence.spoken !== 'unspoken')
       .map((sentence) => sentence.text)
@@ -210,14 +211,13 @@ export class VoiceSession {
       { type: 'text_input', text, ...(options.turnId !== undefined && { turn_id: options.turnId }) },
       { interrupt: false, origin: options.origin, untilSpoken: () => answer?.finish() ?? Promise.resolve() },
     );
+    // The face is the first sentence's: its emoji's, or neutral (it is shown as the answer begins, not after it).
     let emotionSent = false;
     const raw: Observable<LlmServerFrame> = turn.frames.pipe(
       tap((frame) => {
         if (emotionSent || frame.type !== 'llm_response') return;
-        const emotion = emotionOf(frame.content);
-        if (!emotion && frame.is_final !== true) return;
         emotionSent = true;
-        this.send({ type: 'llm', ...(emotion ?? NEUTRAL) });
+        this.send({ type: 'llm', ...(emotionOf(frame.content) ?? NEUTRAL) });
       }),
     );
     cleanedTurn(raw, this.connection).subscribe({

@@ -76,12 +76,16 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
 
   onOpen(connection: XiaozhiConnection): void {
     connection.state = new XiaozhiConnectionState(framingOf(connection.request), randomUUID());
+    // A device has no `configure` to ask for its conversation's context: its session keeps it from the start.
     void connection.queue().run(() =>
-      this.binding.open(connection).catch((error: unknown) => {
-        this.logger.error(`Could not open a session: ${(error as Error).message}`);
-        this.alert(connection, 'Could not open a session', 'sad');
-        connection.close(1011, 'Session store unavailable');
-      }),
+      this.binding
+        .open(connection)
+        .then(() => this.binding.configure(connection, { type: 'configure', enable_context: true }))
+        .catch((error: unknown) => {
+          this.logger.error(`Could not open a session: ${(error as Error).message}`);
+          this.alert(connection, 'Could not open a session', 'sad');
+          connection.close(1011, 'Session store unavailable');
+        }),
     );
     const noHello = setTimeout(() => {
       if (!connection.state.voice) connection.close(1008, `No hello within ${HELLO_TIMEOUT_MS / 1000} s`);
@@ -118,10 +122,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     }
     state.voice = this.voices.open(connection, input);
     connection.send(serverHello(state.helloSessionId, this.voices.outputFormat));
-    this.links.open(
-      connection,
-      (id, owner) => new XiaozhiDeviceLink(id, owner, connection, this.clientTools, state.voice!, this.boots.get(id)?.userAgent),
-    );
+    this.links.open(connection, (id, owner) => new XiaozhiDeviceLink(id, owner, connection, this.clientTools, state.voice!, this.boots.get(id)?.userAgent));
     this.logger.log(`Device ${state.deviceId} said hello (audio framing ${state.framing}${hello.features?.mcp === true ? ', MCP tools' : ''})`);
     if (hello.features?.mcp === true) this.deviceTools.start(connection);
     return undefined;
@@ -192,5 +193,7 @@ function audioProblem(format: OpusFormat): string | undefined {
   } catch (error) {
     return (error as Error).message;
   }
-  return format.sampleRate === SILERO_SAMPLE_RATE ? undefined : `Send audio at ${SILERO_SAMPLE_RATE} Hz, the rate speech is heard at, not ${format.sampleRate} Hz`;
+  return format.sampleRate === SILERO_SAMPLE_RATE
+    ? undefined
+    : `Send audio at ${SILERO_SAMPLE_RATE} Hz, the rate speech is heard at, not ${format.sampleRate} Hz`;
 }
