@@ -3,7 +3,6 @@ import { sine } from '../support/scripted-speech-server';
 import { lastUserText, toolResults } from '../support/scripted-llm';
 import { uplinkPackets } from '../support/speech-packets';
 import { DEVICE_TOKEN, startXiaozhiStack, XiaozhiStack } from '../support/xiaozhi/xiaozhi-stack';
-import type { XiaozhiDevice } from '../support/xiaozhi/xiaozhi-device';
 
 const OUTPUT_RATE = 24_000;
 /** One sentence of synthesized speech: half a second of a tone, so its frames can be counted (60 ms each). */
