@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 
 # --- build: compile TypeScript with the full toolchain ---
-FROM node:22-alpine AS build
+# Debian, not Alpine: onnxruntime-node (Silero VAD) ships binaries linked against glibc.
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No scripts: "prepare" builds, and the sources are not copied yet (no dependency has install scripts).
@@ -16,9 +17,9 @@ RUN npm run build \
   && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: production dependencies, compiled code and data files only, as a non-root user ---
-FROM node:22-alpine
+FROM node:22-bookworm-slim
 # tini reaps the child processes of stdio MCP upstreams and forwards signals to node.
-RUN apk add --no-cache tini
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 # Reachable from outside the container, so it will not start without AUTH_TOKENS (or
 # ALLOW_UNAUTHENTICATED=true): an image run as is must not be an open gateway.
@@ -36,5 +37,5 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CLOUD_PORT || 9400) + '/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM drains: turns in flight finish (SHUTDOWN_DRAIN_TIMEOUT), sockets close with 1001, exit 0.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["/sbin/tini", "--"]
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/main.js"]

@@ -861,7 +861,7 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'connections',
-    about: 'LiteMCP and UTCP WebSocket connections, each protocol (the LLM gateway and MCP have their own caps); past it 503.',
+    about: 'LiteMCP, UTCP and xiaozhi WebSocket connections, each protocol (the LLM gateway and MCP have their own caps); past it 503.',
   })
   @NumberFromEnv()
   @IsInt()
@@ -1153,6 +1153,7 @@ export class EnvironmentVariables {
     about: "Sample rate, in Hz, of the Opus audio a xiaozhi device is sent (the server hello's `audio_params`); the firmware resamples it to its speaker's.",
   })
   @NumberFromEnv()
+  @IsInt()
   @IsIn([16000, 24000, 48000], { message: 'XIAOZHI_OUTPUT_SAMPLE_RATE must be 16000, 24000 or 48000' })
   XIAOZHI_OUTPUT_SAMPLE_RATE = 24000;
 }

@@ -1,4 +1,6 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Inject, Logger, Module, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { AccessTokenService } from '../core/auth/access-token.service';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { SpeechEnginesModule } from '../assistant/speech-engines/speech-engines.module';
 import { DrainService } from '../core/lifecycle/drain.service';
@@ -27,13 +29,15 @@ import { XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
   controllers: [XiaozhiOtaController],
   providers: [XiaozhiGateway, XiaozhiUpgradeGuard, VoiceSessions, DeviceMcpTools, DeviceBootRecords],
 })
-export class XiaozhiModule implements OnModuleInit {
+export class XiaozhiModule implements OnModuleInit, OnApplicationBootstrap {
   constructor(
     checks: HealthChecks,
     indicators: HealthIndicatorService,
     drain: DrainService,
     connections: ConnectionRegistry,
     private readonly protocols: ProtocolRegistry,
+    private readonly tokens: AccessTokenService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {
     checks.add('xiaozhi', () => indicators.check('xiaozhi').up({ connections: connections.count(XIAOZHI_PROTOCOL) }));
     // On shutdown each device finishes the answer it is hearing, then is told to reconnect (1001).
@@ -44,5 +48,13 @@ export class XiaozhiModule implements OnModuleInit {
 
   onModuleInit(): void {
     this.protocols.declare(XIAOZHI_DECLARATION);
+  }
+
+  /** A device token the gateway itself would refuse is told at start, not found out device by device. */
+  onApplicationBootstrap(): void {
+    const { deviceToken } = this.config.xiaozhi;
+    if (deviceToken === undefined || !this.tokens.enabled) return;
+    if (!this.tokens.authenticate(deviceToken).ok)
+      new Logger('Xiaozhi').warn('XIAOZHI_DEVICE_TOKEN is none of the gateway\'s tokens (AUTH_TOKENS, AUTH_TOKENS_FILE): devices that are given it will be refused');
   }
 }

@@ -95,7 +95,7 @@ describe('docs/asyncapi.yaml', () => {
       .channels()
       .all()
       .map((channel) => channel.address());
-    expect(new Set(addresses)).toEqual(new Set(['/', '/llm', '/mcp', '/litemcp/{tool}', '/utcp', '/utcp/{tool}']));
+    expect(new Set(addresses)).toEqual(new Set(['/', '/llm', '/mcp', '/litemcp/{tool}', '/utcp', '/utcp/{tool}', '/xiaozhi/v1/']));
   });
 
   it('names every frame type the LLM gateway accepts and sends, on both its paths', () => {
