@@ -99,7 +99,7 @@ class SpokenAnswer {
  * Listening follows the device: from `listen start` (in its mode) to `listen stop`, or in `auto`
  * mode until an utterance is heard, after which its audio is dropped until the answer's `tts
  * stop` (the firmware stops sending it then, but what is in flight still comes). In `realtime`
- * mode the user may talk over the answer: speech heard while the gateway speaks cuts it. An
+ * mode the user may talk over the answer: speech heard while a turn is in flight cuts it. An
  * `abort` cuts it too, within a frame, and the history keeps what was spoken.
  *
  * The decoder and detector are made on the first audio, the encoder on the first answer; all of
@@ -162,7 +162,9 @@ export class VoiceSession {
 
   /** One Opus packet from the device. */
   audio(packet: Uint8Array): void {
-    if (this.mode === undefined || (this.answering && this.mode !== 'realtime')) return this.context.count('audio_not_listening');
+    if (this.mode === undefined) return this.context.count('audio_not_listening');
+    // The tail an auto-mode device sends until `tts start` reaches it: expected, not counted.
+    if (this.answering && this.mode !== 'realtime') return;
     const input = this.inputFor(this.mode);
     if (!input) return;
     const before = DROPPED.map(([counter]) => input.counters[counter]);
@@ -322,7 +324,7 @@ export class VoiceSession {
     if (this.closed) return;
     switch (event.type) {
       case 'speech-start':
-        if (this.mode === 'realtime' && this.speaking) {
+        if (this.mode === 'realtime' && (this.speaking || this.connection.state.turns.size > 0)) {
           this.context.count('barge_in');
           this.cutSpeech();
         }
