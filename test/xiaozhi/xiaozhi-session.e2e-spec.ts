@@ -72,6 +72,21 @@ describe('xiaozhi devices over WebSocket', () => {
     await device.waitForState('listening', 5000);
   });
 
+  it('plays the first sentence while the model is still writing the rest', async () => {
+    const device = await stack.device({ deviceId: 'aa:bb:cc:00:00:08' });
+    stack.stt.reply({ text: 'describe the sky' });
+    stack.llm.reply({ text: 'The sky is blue today. Clouds drift slowly from the west over the hills and far away.', pace: { firstTokenMs: 50, tokensPerSecond: 8 } });
+    stack.tts.reply(halfSecond(), halfSecond());
+    device.listen('auto');
+    await device.say('describe the sky');
+    await device.next('tts', (message: any) => message.state === 'sentence_start', 10_000);
+    const firstFrameAt = performance.now();
+    await device.next('tts', (message: any) => message.state === 'stop', 15_000);
+    const [stream] = stack.llm.streams;
+    expect(stream.sent.at(-1)!.at).toBeGreaterThan(firstFrameAt + 500);
+    expect(device.turns[0].sentences[0].packets.length).toBe(9);
+  });
+
   it('keeps only what was spoken in the history when the device aborts mid-answer, and stops sending within a frame', async () => {
     const device = await stack.device({ deviceId: 'aa:bb:cc:00:00:03' });
     stack.stt.reply({ text: 'tell me a story' }, { text: 'and then' });
