@@ -44,11 +44,8 @@ export async function startXiaozhiStack(settings: EnvironmentInput = {}): Promis
     stt,
     tts,
     device: async (options) => {
-      const device = new XiaozhiDevice(options);
+      const device = await bootDevice(stack.gateway.http('/xiaozhi/ota/'), options);
       devices.push(device);
-      const answer = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
-      if (answer.status !== 200) throw new Error(`The configuration request answered ${answer.status}: ${answer.text}`);
-      await device.connect();
       return device;
     },
     close: async () => {
@@ -57,4 +54,22 @@ export async function startXiaozhiStack(settings: EnvironmentInput = {}): Promis
       await Promise.all([stt.close(), tts.close()]);
     },
   };
+}
+
+/**
+ * A simulated device as it boots: it asks `otaUrl` (a gateway's `/xiaozhi/ota/`) for its
+ * configuration and connects as the answer says (hello done). Closed again if either fails; the
+ * caller closes it otherwise.
+ */
+export async function bootDevice(otaUrl: string, options?: XiaozhiDeviceOptions): Promise<XiaozhiDevice> {
+  const device = new XiaozhiDevice(options);
+  try {
+    const answer = await device.requestConfiguration(otaUrl);
+    if (answer.status !== 200) throw new Error(`The configuration request answered ${answer.status}: ${answer.text}`);
+    await device.connect();
+    return device;
+  } catch (error) {
+    await device.close();
+    throw error;
+  }
 }
