@@ -108,7 +108,10 @@ export class DeviceMcpClient {
 
   /** Ends every wait: the connection closed. */
   close(): void {
-    this.replies.failWhere(() => true, () => new ToolError(`Device "${this.deviceId}" disconnected before it answered`));
+    this.replies.failWhere(
+      () => true,
+      () => new ToolError(`Device "${this.deviceId}" disconnected before it answered`),
+    );
   }
 
   private async request(method: string, params: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs?: number }): Promise<unknown> {

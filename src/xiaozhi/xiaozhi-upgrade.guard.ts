@@ -32,7 +32,8 @@ export class XiaozhiUpgradeGuard implements UpgradeGuard {
       throw new UpgradeRefusedException(400, 'A xiaozhi device names itself with the Device-Id header (its MAC address)');
     const version = first(request.headers[PROTOCOL_VERSION_HEADER]) ?? url.searchParams.get(PROTOCOL_VERSION_PARAMETER) ?? '1';
     const framing = Number(version) as FramingVersion;
-    if (!FRAMING_VERSIONS.includes(framing)) throw new UpgradeRefusedException(400, `Protocol-Version ${version.slice(0, 16)}: the gateway frames audio in versions 1, 2 and 3`);
+    if (!FRAMING_VERSIONS.includes(framing))
+      throw new UpgradeRefusedException(400, `Protocol-Version ${version.slice(0, 16)}: the gateway frames audio in versions 1, 2 and 3`);
     (request as XiaozhiRequest).framing = framing;
   }
 }

@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { randomUUID } from 'crypto';
 import { checkOpusFormat, OpusFormat } from '../assistant/audio/opus-format';
 import { SILERO_SAMPLE_RATE } from '../assistant/audio/silero-vad-model';
@@ -6,14 +6,15 @@ import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { FrameEvent } from '../core/ws/frame-parser';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
-import { DeviceIdentityGuard } from '../fleet/device-identity.guard';
+import { deviceIdOf, DeviceIdentityGuard } from '../fleet/device-identity.guard';
 import { ClientToolsService } from '../llm-gateway/client-tools.service';
 import { DeviceLinks } from '../llm-gateway/device-link';
 import { MAX_WAITING_REQUESTS } from '../llm-gateway/llm-connection';
 import { SessionBindingService } from '../llm-gateway/session-binding.service';
 import { unframe } from './audio-framing';
 import { DeviceMcpTools } from './device-mcp-tools';
-import { DeviceBootRecords } from './ota/device-boot-records';
+import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './ota/device-boot-records';
+import type { VoiceSession } from './voice-session';
 import { VoiceSessions } from './voice-sessions';
 import { XiaozhiConnection, XiaozhiConnectionState } from './xiaozhi-connection';
 import { XiaozhiDeviceLink } from './xiaozhi-device-link';
@@ -71,7 +72,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     private readonly deviceTools: DeviceMcpTools,
     private readonly clientTools: ClientToolsService,
     private readonly links: DeviceLinks,
-    private readonly boots: DeviceBootRecords,
+    @Inject(DEVICE_BOOT_RECORDS) private readonly boots: DeviceBootRecords,
   ) {}
 
   onOpen(connection: XiaozhiConnection): void {
@@ -122,9 +123,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     }
     state.voice = this.voices.open(connection, input);
     connection.send(serverHello(state.helloSessionId, this.voices.outputFormat));
-    this.links.open(connection, (id, owner) => new XiaozhiDeviceLink(id, owner, connection, this.clientTools, state.voice!, this.boots.get(id)?.userAgent));
-    this.logger.log(`Device ${state.deviceId} said hello (audio framing ${state.framing}${hello.features?.mcp === true ? ', MCP tools' : ''})`);
-    if (hello.features?.mcp === true) this.deviceTools.start(connection);
+    void this.joinFleet(connection, state.voice, hello.features?.mcp === true);
     return undefined;
   }
 
@@ -179,6 +178,16 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
   onFrameError(error: unknown, _frame: unknown, connection: XiaozhiConnection): XiaozhiServerMessage {
     const message = error instanceof Error ? error.message : String(error);
     return { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion: 'confused' };
+  }
+
+  /** The device joins the fleet with the board it reported at boot (if the report can be read), then its MCP tools are listed. */
+  private async joinFleet(connection: XiaozhiConnection, voice: VoiceSession, mcp: boolean): Promise<void> {
+    const deviceId = deviceIdOf(connection.request);
+    const boot = deviceId === undefined ? undefined : await this.boots.get(deviceId).catch(() => undefined);
+    if (!connection.isOpen) return;
+    this.links.open(connection, (id, owner) => new XiaozhiDeviceLink(id, owner, connection, this.clientTools, voice, boot?.userAgent));
+    this.logger.log(`Device ${deviceId} said hello (audio framing ${connection.state.framing}${mcp ? ', MCP tools' : ''})`);
+    if (mcp) this.deviceTools.start(connection);
   }
 
   private alert(connection: XiaozhiConnection, message: string, emotion: string): void {

@@ -11,7 +11,8 @@ import { HealthChecks } from '../health/health-checks';
 import { HealthModule } from '../health/health.module';
 import { LlmGatewayModule } from '../llm-gateway/llm-gateway.module';
 import { DeviceMcpTools } from './device-mcp-tools';
-import { DeviceBootRecords } from './ota/device-boot-records';
+import { DEVICE_BOOT_RECORDS, DeviceBootRecords, MemoryDeviceBootRecords, RedisDeviceBootRecords } from './ota/device-boot-records';
+import { GatewayState } from '../core/state/gateway-state';
 import { XiaozhiOtaController } from './ota/xiaozhi-ota.controller';
 import { VoiceSessions } from './voice-sessions';
 import { XiaozhiGateway } from './xiaozhi.gateway';
@@ -27,7 +28,21 @@ import { XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
 @Module({
   imports: [HealthModule, LlmGatewayModule, SpeechEnginesModule.register()],
   controllers: [XiaozhiOtaController],
-  providers: [XiaozhiGateway, XiaozhiUpgradeGuard, VoiceSessions, DeviceMcpTools, DeviceBootRecords],
+  providers: [
+    XiaozhiGateway,
+    XiaozhiUpgradeGuard,
+    VoiceSessions,
+    DeviceMcpTools,
+    {
+      provide: DEVICE_BOOT_RECORDS,
+      inject: [GatewayState],
+      useFactory: (state: GatewayState) =>
+        state.choose<DeviceBootRecords | Promise<DeviceBootRecords>>({
+          memory: () => new MemoryDeviceBootRecords(),
+          redis: (redis) => RedisDeviceBootRecords.connect(redis),
+        }),
+    },
+  ],
 })
 export class XiaozhiModule implements OnModuleInit, OnApplicationBootstrap {
   constructor(
@@ -55,6 +70,8 @@ export class XiaozhiModule implements OnModuleInit, OnApplicationBootstrap {
     const { deviceToken } = this.config.xiaozhi;
     if (deviceToken === undefined || !this.tokens.enabled) return;
     if (!this.tokens.authenticate(deviceToken).ok)
-      new Logger('Xiaozhi').warn('XIAOZHI_DEVICE_TOKEN is none of the gateway\'s tokens (AUTH_TOKENS, AUTH_TOKENS_FILE): devices that are given it will be refused');
+      new Logger('Xiaozhi').warn(
+        "XIAOZHI_DEVICE_TOKEN is none of the gateway's tokens (AUTH_TOKENS, AUTH_TOKENS_FILE): devices that are given it will be refused",
+      );
   }
 }

@@ -307,7 +307,8 @@ describe('xiaozhi devices across replicas', () => {
     await listed(bAt, 'aa:bb:cc:00:06:01', false);
     await device.connect(bAt.ws('/xiaozhi/v1/'));
     const onB = await listed(bAt, 'aa:bb:cc:00:06:01');
-    expect(onB).toMatchObject({ protocol: 'xiaozhi', instance: bInstance });
+    // The board it reported to A at boot is read back on B (the reports are in Redis).
+    expect(onB).toMatchObject({ protocol: 'xiaozhi', instance: bInstance, user_agent: 'bread-compact-wifi/2.4.2' });
     expect(onB.tools.map((tool: any) => tool.name).sort()).toEqual(BOARD_TOOLS);
     expect((await listed(aAt, 'aa:bb:cc:00:06:01')).instance).toBe(bInstance);
 

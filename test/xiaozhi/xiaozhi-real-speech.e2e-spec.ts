@@ -16,7 +16,13 @@ describe('a xiaozhi device heard by a real recognizer', () => {
 
   beforeAll(async () => {
     pocketsphinx = await PocketsphinxServer.start();
-    stack = await startXiaozhiStack({ STT_BASE_URL: pocketsphinx.baseUrl, STT_MODEL: 'pocketsphinx-en-us', STT_LANGUAGE: 'en', STT_TIMEOUT: 20, TTS_FORMAT: 'wav' });
+    stack = await startXiaozhiStack({
+      STT_BASE_URL: pocketsphinx.baseUrl,
+      STT_MODEL: 'pocketsphinx-en-us',
+      STT_LANGUAGE: 'en',
+      STT_TIMEOUT: 20,
+      TTS_FORMAT: 'wav',
+    });
   });
 
   afterAll(async () => {

@@ -47,7 +47,10 @@ describe('xiaozhi devices over WebSocket', () => {
     const device = await stack.device({ deviceId: 'aa:bb:cc:00:00:02', features: { mcp: true } });
     await waitFor(async () => (await listedTools('aa:bb:cc:00:00:02')).includes('self_audio_speaker_set_volume'));
     stack.stt.reply({ text: 'set the volume to forty' });
-    stack.llm.reply({ toolCalls: [{ name: 'self_audio_speaker_set_volume', arguments: { volume: 40 } }] }, { text: 'Done 😊 The volume is forty now. Anything else?' });
+    stack.llm.reply(
+      { toolCalls: [{ name: 'self_audio_speaker_set_volume', arguments: { volume: 40 } }] },
+      { text: 'Done 😊 The volume is forty now. Anything else?' },
+    );
     stack.tts.reply(halfSecond(), halfSecond());
     device.listen('auto');
     await device.say('set the volume to forty');
@@ -75,7 +78,10 @@ describe('xiaozhi devices over WebSocket', () => {
   it('plays the first sentence while the model is still writing the rest', async () => {
     const device = await stack.device({ deviceId: 'aa:bb:cc:00:00:08' });
     stack.stt.reply({ text: 'describe the sky' });
-    stack.llm.reply({ text: 'The sky is blue today. Clouds drift slowly from the west over the hills and far away.', pace: { firstTokenMs: 50, tokensPerSecond: 8 } });
+    stack.llm.reply({
+      text: 'The sky is blue today. Clouds drift slowly from the west over the hills and far away.',
+      pace: { firstTokenMs: 50, tokensPerSecond: 8 },
+    });
     stack.tts.reply(halfSecond(), halfSecond());
     device.listen('auto');
     await device.say('describe the sky');
@@ -148,13 +154,21 @@ describe('xiaozhi devices over WebSocket', () => {
   it('speaks a push and answers a pushed turn aloud', async () => {
     const device = await stack.device({ deviceId: 'aa:bb:cc:00:00:06' });
     stack.tts.reply(halfSecond(), halfSecond(), halfSecond());
-    const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:00:00:06/say'), { method: 'POST', headers: agent, body: JSON.stringify({ text: 'Dinner is ready.' }) });
+    const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:00:00:06/say'), {
+      method: 'POST',
+      headers: agent,
+      body: JSON.stringify({ text: 'Dinner is ready.' }),
+    });
     expect(said.status).toBe(200);
     expect(await said.json()).toMatchObject({ delivered: 'spoken' });
     await device.next('tts', (message: any) => message.state === 'stop', 5000);
     expect(device.turns[0].sentences.map((sentence) => sentence.text)).toEqual(['Dinner is ready.']);
     stack.llm.reply({ text: 'The weather is fine.' });
-    const turn = await fetch(stack.gateway.http('/devices/aa:bb:cc:00:00:06/turns'), { method: 'POST', headers: agent, body: JSON.stringify({ text: 'how is the weather' }) });
+    const turn = await fetch(stack.gateway.http('/devices/aa:bb:cc:00:00:06/turns'), {
+      method: 'POST',
+      headers: agent,
+      body: JSON.stringify({ text: 'how is the weather' }),
+    });
     expect(turn.status).toBe(200);
     await device.next('tts', (message: any) => message.state === 'stop', 5000);
     expect(device.turns[1].sentences.map((sentence) => sentence.text)).toEqual(['The weather is fine.']);

@@ -4,7 +4,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { Public } from '../../core/auth/route-access';
 import { deviceIdProblem } from '../../fleet/device-id';
 import { configurationAnswer, ConfigurationAnswer, publicBaseUrl } from './configuration-answer';
-import { DeviceBootRecords } from './device-boot-records';
+import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './device-boot-records';
 
 const header = (request: Request, name: string): string | undefined => {
   const value = request.headers[name];
@@ -25,26 +25,27 @@ export class XiaozhiOtaController {
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    private readonly boots: DeviceBootRecords,
+    @Inject(DEVICE_BOOT_RECORDS) private readonly boots: DeviceBootRecords,
   ) {}
 
   @Post()
   @HttpCode(200)
-  post(@Req() request: Request): ConfigurationAnswer {
+  post(@Req() request: Request): Promise<ConfigurationAnswer> {
     return this.answer(request);
   }
 
   @Get()
-  get(@Req() request: Request): ConfigurationAnswer {
+  get(@Req() request: Request): Promise<ConfigurationAnswer> {
     return this.answer(request);
   }
 
-  private answer(request: Request): ConfigurationAnswer {
+  /** The answer; the device's report is kept for its session, and a store that fails costs the report, not the answer. */
+  private async answer(request: Request): Promise<ConfigurationAnswer> {
     const deviceId = header(request, 'device-id');
     const problem = deviceId === undefined ? 'the Device-Id header is required' : deviceIdProblem(deviceId);
     if (problem) throw new BadRequestException(`Device-Id: ${problem}`);
     const boot = { deviceId: deviceId!, clientId: header(request, 'client-id'), userAgent: header(request, 'user-agent'), at: new Date().toISOString() };
-    this.boots.record(boot);
+    await this.boots.record(boot).catch((error: Error) => this.logger.warn(`Device ${boot.deviceId}: its board was not recorded: ${error.message}`));
     this.logger.log(`Device ${boot.deviceId} asked for its configuration (${boot.userAgent ?? 'no User-Agent'}, client ${boot.clientId ?? 'none'})`);
     return configurationAnswer(this.config, publicBaseUrl(this.config, request.headers.host, request.secure));
   }
