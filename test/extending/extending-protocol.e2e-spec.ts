@@ -169,7 +169,7 @@ describe('a protocol added by copying the pattern', () => {
     await eventually(() => gateway.app.get(ConnectionRegistry).count('echo') === 0, 'the earlier connections gone');
     const metrics = await (await fetch(gateway.http('/metrics'), { headers })).text();
     expect(metrics).toMatch(/^gateway_connections\{protocol="echo"\} 0$/m);
-    expect(gateway.app.get(ProtocolRegistry).names()).toEqual(['llm', 'mcp', 'litemcp', 'utcp', 'echo']);
+    expect(gateway.app.get(ProtocolRegistry).names()).toEqual(['llm', 'xiaozhi', 'mcp', 'litemcp', 'utcp', 'echo']);
   });
 
   it('is in the startup summary, after the protocols of the gateway', () => {
@@ -181,7 +181,7 @@ describe('a protocol added by copying the pattern', () => {
   it('is one of the protocols a tokens file may name: naming one nobody serves stops the boot', async () => {
     writeFileSync(join(dir, 'unknown.yaml'), 'tokens: [{name: ftp, token: ftp-secret, protocols: [ftp]}]', { mode: 0o600 });
     await expect(startGateway({ AUTH_TOKENS_FILE: join(dir, 'unknown.yaml') }, [EchoModule])).rejects.toThrow(
-      /tokens\[0\] "ftp": protocols must be a list of llm, mcp, litemcp, utcp, echo$/m,
+      /tokens\[0\] "ftp": protocols must be a list of llm, xiaozhi, mcp, litemcp, utcp, echo$/m,
     );
   });
 });
