@@ -133,7 +133,13 @@ export function setupTalk(gateway, frameLog) {
   let aborted = false;
   /** The entry the sentences of the answer being spoken go to. @type {HTMLElement | undefined} */
   let answer;
-  /** The emotion of the answer to come, until its entry is made. @type {string | undefined} */
+  /**
+   * The entry of the latest answer since the user last spoke, which its emotion (`llm`) goes
+   * to: the gateway sends it once it knows it, before the first sentence or after the last.
+   * @type {HTMLElement | undefined}
+   */
+  let latestAnswer;
+  /** The emotion that came before its answer's entry was made. @type {string | undefined} */
   let nextEmotion;
   /** What went each way on the current (or last) connection, and how much of what came was played. */
   const sent = { packets: 0, bytes: 0 };
@@ -277,12 +283,13 @@ export function setupTalk(gateway, frameLog) {
     if (message.state === 'start') {
       speaking = true;
       aborted = false;
-      answer = add('assistant streaming', el('p'), nextEmotion ? el('small', { class: 'emotion', text: nextEmotion }) : undefined);
+      answer = latestAnswer = add('assistant streaming', el('p'));
+      if (nextEmotion) showEmotion(answer, nextEmotion);
       nextEmotion = undefined;
       // The firmware stops sending the microphone here; this page lets it go too unless it is to listen again.
       if (listening && !listenAgain.checked) stopTalking(true);
     } else if (message.state === 'sentence_start' && typeof message.text === 'string') {
-      answer ??= add('assistant streaming', el('p'));
+      answer ??= latestAnswer = add('assistant streaming', el('p'));
       const text = /** @type {HTMLElement} */ (answer.querySelector('p'));
       text.textContent = text.textContent ? `${text.textContent} ${message.text}` : message.text;
     } else if (message.state === 'stop') {
@@ -296,13 +303,26 @@ export function setupTalk(gateway, frameLog) {
     update();
   };
 
+  /** @param {HTMLElement} entry @param {string} emotion */
+  const showEmotion = (entry, emotion) => {
+    entry.querySelector('.emotion')?.remove();
+    entry.append(el('small', { class: 'emotion', text: emotion }));
+  };
+
   /** @param {any} message */
   const onLlm = (message) => {
     const emotion = `${message.text ?? ''} ${message.emotion ?? ''}`.trim();
     face.textContent = emotion;
     face.dataset.emotion = String(message.emotion ?? '');
-    if (answer) answer.append(el('small', { class: 'emotion', text: emotion }));
+    if (latestAnswer) showEmotion(latestAnswer, emotion);
     else nextEmotion = emotion;
+  };
+
+  /** What the gateway heard: a new turn, whose answer and emotion are still to come. @param {string} text */
+  const onStt = (text) => {
+    latestAnswer = undefined;
+    nextEmotion = undefined;
+    add('user', el('p', { text }));
   };
 
   /** @param {string} text */
@@ -316,7 +336,7 @@ export function setupTalk(gateway, frameLog) {
     log.message('in', text, message);
     if (!message || typeof message !== 'object') return;
     if (message.type === 'hello') greet(message);
-    else if (message.type === 'stt' && typeof message.text === 'string') add('user', el('p', { text: message.text }));
+    else if (message.type === 'stt' && typeof message.text === 'string') onStt(message.text);
     else if (message.type === 'llm') onLlm(message);
     else if (message.type === 'tts') onTts(message);
     else if (message.type === 'alert') {
@@ -350,6 +370,7 @@ export function setupTalk(gateway, frameLog) {
     sessionId = '';
     answer?.classList.remove('streaming');
     answer = undefined;
+    latestAnswer = undefined;
     nextEmotion = undefined;
     update();
   };
