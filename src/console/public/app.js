@@ -7,6 +7,7 @@ import { $, httpOriginOf } from './dom.js';
 import { meaningOf } from './error-codes.js';
 import { setupFrameLog } from './frame-log.js';
 import { whyNotConnected } from './reachability.js';
+import { setupTalk } from './talk.js';
 
 /**
  * @typedef {import('./sdk/index.js').LlmGatewayClient} Client
@@ -55,8 +56,11 @@ const gateway = () => ({ origin: httpOriginOf(urlInput.value), token: tokenInput
 
 const catalogue = setupCatalogue(gateway);
 const devices = setupDevices(gateway);
+const frameLog = setupFrameLog();
 /** @type {ViewLifecycle[]} */
-const views = [setupChat(), setupDeviceTools(), setupFrameLog()];
+const views = [setupChat(), setupDeviceTools(), frameLog];
+// A connection of its own, as a xiaozhi device: it lives beside the chat's, not through it.
+setupTalk(() => ({ url: urlInput.value, ...gateway() }), frameLog);
 
 /** @type {Client | undefined} */
 let client;
