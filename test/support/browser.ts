@@ -139,6 +139,8 @@ export interface LaunchOptions {
   choice?: ChromiumChoice;
   /** Load the package's own NSS libraries even where the system has them (to test that path). */
   bundledLibraries?: boolean;
+  /** Flags added to the launch's own (a fake microphone for the Talk view). */
+  extraArgs?: string[];
 }
 
 export interface TestBrowser {
@@ -177,10 +179,12 @@ export async function launchChromium(options: LaunchOptions = {}): Promise<TestB
   }
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args, env, timeout: 60_000 }).catch((error: unknown) => {
-    rmSync(profile, { recursive: true, force: true });
-    throw error;
-  });
+  const context = await chromium
+    .launchPersistentContext(profile, { executablePath, headless: true, args: [...args, ...(options.extraArgs ?? [])], env, timeout: 60_000 })
+    .catch((error: unknown) => {
+      rmSync(profile, { recursive: true, force: true });
+      throw error;
+    });
   return {
     context,
     executablePath,
