@@ -163,6 +163,7 @@ describe('liveness and readiness', () => {
           tools: { status: 'up', count: expect.any(Number) },
           sessions: { status: 'up', store: 'MemorySessionStore' },
           llm_gateway: { status: 'up', connections: 0 },
+          xiaozhi: { status: 'up', connections: 0 },
           mcp: { status: 'up', websocket_connections: 0, http_sessions: 0 },
           ledger: { status: 'up', entries: 3 },
         },
