@@ -3,6 +3,7 @@ import { randomUUID } from 'crypto';
 import { checkOpusFormat, OpusFormat } from '../assistant/audio/opus-format';
 import { SILERO_SAMPLE_RATE } from '../assistant/audio/silero-vad-model';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
+import { isPlainObject } from '../core/plain-object';
 import { OnFrame } from '../core/ws/on-frame.decorator';
 import { FrameEvent } from '../core/ws/frame-parser';
 import { ProtocolGateway, ProtocolGatewayHooks } from '../core/ws/protocol-gateway.decorator';
@@ -35,7 +36,7 @@ import { framingOf, XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
 
 /** How long a device has to send its hello after connecting (the firmware sends it at once, and waits as long for ours). */
 export const HELLO_TIMEOUT_MS = 10_000;
-/** WebSocket's "unsupported data": a hello asking for audio the gateway cannot serve. */
+/** WebSocket's "unsupported data": a hello asking for audio (or a transport) the gateway cannot serve. */
 export const CLOSE_UNSUPPORTED_AUDIO = 1003;
 /** What a device sends by default (`main/protocols/websocket_protocol.cc`): 16 kHz Opus in 60 ms packets. */
 const DEFAULT_INPUT: OpusFormat = { sampleRate: 16000, frameDurationMs: 60 };
@@ -53,8 +54,9 @@ class HelloFirst extends GatewayError {
  * opens its voice session ({@link VoiceSession}) and, with `features.mcp`, its MCP tools
  * ({@link DeviceMcpTools}); it joins the fleet under its `Device-Id`. Text frames are its JSON
  * messages, binary frames its audio. A message the gateway cannot take is answered with an
- * `alert` (the only error the firmware shows) and the connection stays open; a hello asking for
- * audio the gateway cannot serve is answered with an `alert` and a 1003 close.
+ * `alert` (the only error the firmware shows) and the connection stays open; a hello the gateway
+ * cannot serve (audio it cannot hear, another format or transport) is answered with an `alert`
+ * and a 1003 close.
  */
 @ProtocolGateway({
   protocol: XIAOZHI_PROTOCOL,
@@ -174,10 +176,19 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     else voice.audio(read.packet);
   }
 
-  /** Any refused message, as the firmware shows errors: an `alert`. */
-  onFrameError(error: unknown, _frame: unknown, connection: XiaozhiConnection): XiaozhiServerMessage {
+  /**
+   * Any refused message, as the firmware shows errors: an `alert`. A hello refused before the
+   * session opened (Opus in stereo, another format or transport) is closed with 1003 as well, as
+   * a hello for a rate the gateway cannot hear is: the firmware sends one hello and waits for
+   * the answer, and this connection's session could never open.
+   */
+  onFrameError(error: unknown, frame: unknown, connection: XiaozhiConnection): XiaozhiServerMessage | undefined {
     const message = error instanceof Error ? error.message : String(error);
-    return { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion: 'confused' };
+    const alert: XiaozhiServerMessage = { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion: 'confused' };
+    if (!isPlainObject(frame) || frame.type !== 'hello' || !connection.state || connection.state.voice) return alert;
+    connection.send(alert);
+    connection.close(CLOSE_UNSUPPORTED_AUDIO, message.slice(0, 120));
+    return undefined;
   }
 
   /** The device joins the fleet with the board it reported at boot (if the report can be read), then its MCP tools are listed. */
