@@ -186,7 +186,7 @@ export class Turn {
       if (this.cancelled && session) await this.keepWhatWasSpoken(session.id, text);
       else if (!this.controller.signal.aborted) {
         const frame = llmErrorFrame(error);
-        this.env.metrics?.errorAnswered('llm', frame.code);
+        this.env.metrics?.errorAnswered(this.connection.protocol, frame.code);
         this.send(frame);
         return frame.code;
       }

@@ -19,9 +19,10 @@ export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
 
 /**
  * What a voice session counts: audio it dropped (not Opus, faster than real time, a frame that
- * breaks its framing, sent before `hello` or while nobody listens), an engine or the model that
- * failed, an utterance cut at its maximum length, a barge-in, and a device's MCP answers that
- * made no sense.
+ * breaks its framing, sent before `hello` or while nobody listens), an engine that failed, a turn
+ * that ended in an error (the model's, a device tool's timeout: `gateway_errors_total` has its
+ * code), an utterance cut at its maximum length, a barge-in, and a device's MCP answers that made
+ * no sense.
  */
 export type VoiceEvent =
   | 'audio_undecodable'
@@ -32,7 +33,7 @@ export type VoiceEvent =
   | 'utterance_max_length'
   | 'recognizer_failed'
   | 'synthesizer_failed'
-  | 'model_failed'
+  | 'turn_failed'
   | 'barge_in'
   | 'device_mcp_unknown_id'
   | 'device_mcp_endless_cursor'

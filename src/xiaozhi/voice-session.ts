@@ -228,7 +228,7 @@ export class VoiceSession {
           answer ??= this.beginAnswer(turn);
           answer.say(frame.content.trim());
         } else if (frame.type === 'error') {
-          this.context.count('model_failed');
+          this.context.count('turn_failed');
           this.alert('error', frame.message, 'sad');
           void answer?.finish();
         }

@@ -148,7 +148,8 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
 
   @OnFrame('mcp', { schema: mcpSchema })
   mcp(message: McpMessage, connection: XiaozhiConnection): void {
-    const { mcp } = connection.state;
+    const { mcp, voice } = connection.state;
+    if (!voice) throw new HelloFirst('mcp');
     if (!mcp) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'mcp without features.mcp in the hello: the gateway sent this device no MCP request');
     mcp.receive(message.payload as Record<string, unknown>);
   }

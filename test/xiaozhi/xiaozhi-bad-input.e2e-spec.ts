@@ -269,8 +269,9 @@ describe('xiaozhi devices that send what they should not', () => {
     await device.next('tts', (message: any) => message.state === 'stop', 5000);
     const events = await eventsSince(before);
     expect(events.utterance_max_length).toBe(1);
-    // What came after the limit, while the utterance was being answered, was received and dropped.
-    expect(events.audio_not_listening).toBeGreaterThanOrEqual(30);
+    // What came after the limit, while the utterance was being answered, was dropped as the tail an
+    // auto-mode device sends until `tts start`: expected, so not counted as audio nobody listened to.
+    expect(events.audio_not_listening).toBeUndefined();
     expect(stack.stt.requests).toHaveLength(1);
     const wavBytes = stack.stt.requests[0].file.bytes.length;
     expect(wavBytes).toBeLessThanOrEqual(WAV_HEADER_BYTES + 2 * UPLINK_BYTES_PER_SECOND);

@@ -191,7 +191,7 @@ describe('xiaozhi devices over WebSocket', () => {
     expect(await device.next<any>('alert', undefined, 10_000)).toMatchObject({ message: expect.stringMatching(/synthesis/i) });
     await device.next('tts', (message: any) => message.state === 'stop', 5000);
     const metrics = await (await fetch(stack.gateway.http('/metrics'), { headers: agent })).text();
-    for (const event of ['recognizer_failed', 'model_failed', 'synthesizer_failed'])
+    for (const event of ['recognizer_failed', 'turn_failed', 'synthesizer_failed'])
       expect(metrics).toMatch(new RegExp(`gateway_voice_events_total\\{protocol="xiaozhi",event="${event}"\\} 1`));
   });
 
