@@ -86,7 +86,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
         .then(() => this.binding.configure(connection, { type: 'configure', enable_context: true }))
         .catch((error: unknown) => {
           this.logger.error(`Could not open a session: ${(error as Error).message}`);
-          this.alert(connection, 'Could not open a session', 'sad');
+          connection.send(alertOf(connection, 'Could not open a session', 'sad'));
           connection.close(1011, 'Session store unavailable');
         }),
     );
@@ -118,11 +118,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
       frameDurationMs: (params.frame_duration ?? DEFAULT_INPUT.frameDurationMs) as OpusFormat['frameDurationMs'],
     };
     const problem = audioProblem(input);
-    if (problem) {
-      this.alert(connection, problem, 'sad');
-      connection.close(CLOSE_UNSUPPORTED_AUDIO, problem.slice(0, 120));
-      return undefined;
-    }
+    if (problem) return this.refuseHello(connection, problem);
     state.voice = this.voices.open(connection, input);
     connection.send(serverHello(state.helloSessionId, this.voices.outputFormat));
     void this.joinFleet(connection, state.voice, hello.features?.mcp === true);
@@ -185,10 +181,14 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
    */
   onFrameError(error: unknown, frame: unknown, connection: XiaozhiConnection): XiaozhiServerMessage | undefined {
     const message = error instanceof Error ? error.message : String(error);
-    const alert: XiaozhiServerMessage = { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion: 'confused' };
-    if (!isPlainObject(frame) || frame.type !== 'hello' || !connection.state || connection.state.voice) return alert;
-    connection.send(alert);
-    connection.close(CLOSE_UNSUPPORTED_AUDIO, message.slice(0, 120));
+    if (isPlainObject(frame) && frame.type === 'hello' && connection.state && !connection.state.voice) return this.refuseHello(connection, message);
+    return alertOf(connection, message, 'confused');
+  }
+
+  /** A hello the gateway cannot serve: its alert, and a 1003 close (the firmware waits for a hello that cannot come). */
+  private refuseHello(connection: XiaozhiConnection, problem: string): undefined {
+    connection.send(alertOf(connection, problem, 'sad'));
+    connection.close(CLOSE_UNSUPPORTED_AUDIO, problem.slice(0, 120));
     return undefined;
   }
 
@@ -201,10 +201,11 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     this.logger.log(`Device ${deviceId} said hello (audio framing ${connection.state.framing}${mcp ? ', MCP tools' : ''})`);
     if (mcp) this.deviceTools.start(connection);
   }
+}
 
-  private alert(connection: XiaozhiConnection, message: string, emotion: string): void {
-    connection.send({ type: 'alert', session_id: connection.state.helloSessionId, status: 'error', message, emotion });
-  }
+/** An error as the firmware shows one: an `alert`. */
+function alertOf(connection: XiaozhiConnection, message: string, emotion: string): XiaozhiServerMessage {
+  return { type: 'alert', session_id: connection.state?.helloSessionId ?? '', status: 'error', message, emotion };
 }
 
 /** Why the gateway cannot hear audio of `format`, or `undefined` when it can. */
