@@ -14,7 +14,10 @@ const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
   // aedes (the embedded MQTT server of xiaozhi devices) is an ES module, which Node 20 loads with
   // require() but Jest's CommonJS registry does not: its files are transpiled to CommonJS for specs.
-  '/node_modules/aedes/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022', esModuleInterop: true, resolveJsonModule: true, isolatedModules: true } }],
+  '/node_modules/aedes/.+\\.js$': [
+    'ts-jest',
+    { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022', esModuleInterop: true, resolveJsonModule: true, isolatedModules: true } },
+  ],
 };
 const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],

@@ -1138,12 +1138,20 @@ export class EnvironmentVariables {
   @MinLength(1)
   XIAOZHI_DEVICE_TOKEN?: string;
 
-  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Firmware version offered to xiaozhi devices: a device running an older version downloads `XIAOZHI_FIRMWARE_URL`.' })
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'no firmware is offered',
+    about: 'Firmware version offered to xiaozhi devices: a device running an older version downloads `XIAOZHI_FIRMWARE_URL`.',
+  })
   @IsOptional()
   @Matches(/^\d+(\.\d+){0,3}$/, { message: 'XIAOZHI_FIRMWARE_VERSION must be a version such as 1.8.2' })
   XIAOZHI_FIRMWARE_VERSION?: string;
 
-  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Where devices download the firmware of `XIAOZHI_FIRMWARE_VERSION` (an http or https URL of the `.bin`).' })
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'no firmware is offered',
+    about: 'Where devices download the firmware of `XIAOZHI_FIRMWARE_VERSION` (an http or https URL of the `.bin`).',
+  })
   @IsOptional()
   @IsUrl(HTTP_URL)
   XIAOZHI_FIRMWARE_URL?: string;
@@ -1169,7 +1177,7 @@ export class EnvironmentVariables {
     group: 'xiaozhi',
     unset: 'off: no MQTT server, no UDP audio',
     about:
-      'Port of the embedded MQTT server xiaozhi devices connect to when their configuration answer says MQTT (its own TCP listener; 0 takes a free one). Devices publish their messages to their own topic and are sent the gateway\'s without subscribing, as the firmware expects.',
+      "Port of the embedded MQTT server xiaozhi devices connect to when their configuration answer says MQTT (its own TCP listener; 0 takes a free one). Devices publish their messages to their own topic and are sent the gateway's without subscribing, as the firmware expects.",
   })
   @IsOptional()
   @NumberFromEnv()
@@ -1187,7 +1195,8 @@ export class EnvironmentVariables {
   @Setting({
     group: 'xiaozhi',
     unset: "the host of `PUBLIC_URL` (or of the configuration request) and the MQTT server's port",
-    about: 'The MQTT endpoint (`host:port`) the configuration answer gives devices: the address they reach the MQTT server at, a load balancer\'s when there is one.',
+    about:
+      "The MQTT endpoint (`host:port`) the configuration answer gives devices: the address they reach the MQTT server at, a load balancer's when there is one.",
   })
   @IsOptional()
   @Matches(/^[A-Za-z0-9.:[\]-]+:\d{1,5}$/, { message: 'XIAOZHI_MQTT_PUBLIC_ENDPOINT must be host:port' })
@@ -1204,7 +1213,11 @@ export class EnvironmentVariables {
   @MinLength(16)
   XIAOZHI_MQTT_SECRET?: string;
 
-  @Setting({ group: 'xiaozhi', unset: 'the number of `XIAOZHI_MQTT_PORT`, over UDP', about: 'UDP port of the encrypted audio of xiaozhi devices over MQTT (one socket per instance; 0 takes a free one).' })
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'the number of `XIAOZHI_MQTT_PORT`, over UDP',
+    about: 'UDP port of the encrypted audio of xiaozhi devices over MQTT (one socket per instance; 0 takes a free one).',
+  })
   @IsOptional()
   @NumberFromEnv()
   @IsInt()
@@ -1215,7 +1228,8 @@ export class EnvironmentVariables {
   @Setting({
     group: 'xiaozhi',
     unset: "the address the device's MQTT connection reached",
-    about: "Host (an IP address, as the firmware connects to it) the server hello gives devices for their UDP audio: a load balancer's public address when there is one.",
+    about:
+      "Host (an IP address, as the firmware connects to it) the server hello gives devices for their UDP audio: a load balancer's public address when there is one.",
   })
   @IsOptional()
   @IsString()
@@ -1261,7 +1275,9 @@ const CROSS_CHECKS: readonly CrossCheck[] = [
   {
     names: ['XIAOZHI_TRANSPORT', 'XIAOZHI_MQTT_PORT'],
     problem: (env) =>
-      env.XIAOZHI_TRANSPORT === 'mqtt' && env.XIAOZHI_MQTT_PORT === undefined ? 'XIAOZHI_TRANSPORT=mqtt needs XIAOZHI_MQTT_PORT: the MQTT server devices would be told to use is off' : undefined,
+      env.XIAOZHI_TRANSPORT === 'mqtt' && env.XIAOZHI_MQTT_PORT === undefined
+        ? 'XIAOZHI_TRANSPORT=mqtt needs XIAOZHI_MQTT_PORT: the MQTT server devices would be told to use is off'
+        : undefined,
   },
   {
     names: ['XIAOZHI_MQTT_PORT', 'XIAOZHI_MQTT_SECRET', 'XIAOZHI_DEVICE_TOKEN'],

@@ -109,7 +109,11 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     expect(listed).toMatchObject({ id: 'aa:bb:cc:10:00:05', protocol: 'xiaozhi', user_agent: 'bread-compact-wifi/2.4.2' });
     stack.tts.reply(halfSecond());
     const heard = device.audio.length;
-    const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:05/say'), { method: 'POST', headers: agent, body: JSON.stringify({ text: 'Dinner is ready.' }) });
+    const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:05/say'), {
+      method: 'POST',
+      headers: agent,
+      body: JSON.stringify({ text: 'Dinner is ready.' }),
+    });
     expect(said.status).toBe(200);
     expect(await said.json()).toMatchObject({ delivered: 'spoken' });
     await device.next('tts', (message: any) => message.state === 'sentence_start' && message.text === 'Dinner is ready.', 5000);
@@ -124,7 +128,13 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     const first = device.sendPacket(silence);
     // The first packet settles the session's address before the stranger's comes.
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const counts = { malformed: await metric('udp_malformed'), unknown: await metric('udp_unknown_session'), replayed: await metric('udp_replayed'), foreign: await metric('udp_foreign_address'), gap: await metric('udp_gap') };
+    const counts = {
+      malformed: await metric('udp_malformed'),
+      unknown: await metric('udp_unknown_session'),
+      replayed: await metric('udp_replayed'),
+      foreign: await metric('udp_foreign_address'),
+      gap: await metric('udp_gap'),
+    };
     device.sendRaw(Buffer.from([1, 0, 0]));
     const { key, nonce } = device.channel!;
     const strangerNonce = Buffer.from(nonce);
@@ -187,7 +197,9 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     const unsupported = await boot('aa:bb:cc:10:00:0a');
     await unsupported.connect();
     const closed = new Promise((resolve) => unsupported.mqtt!.once('close', resolve));
-    await unsupported.publish('{"type":"hello","version":3,"transport":"udp","audio_params":{"format":"opus","sample_rate":8000,"channels":1,"frame_duration":60}}');
+    await unsupported.publish(
+      '{"type":"hello","version":3,"transport":"udp","audio_params":{"format":"opus","sample_rate":8000,"channels":1,"frame_duration":60}}',
+    );
     expect(await unsupported.next<any>('alert')).toMatchObject({ status: 'error' });
     const goodbye = await unsupported.next<any>('goodbye');
     expect(goodbye.session_id).toEqual(expect.any(String));

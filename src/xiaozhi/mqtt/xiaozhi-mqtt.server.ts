@@ -81,7 +81,8 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const settings = this.config.xiaozhi.mqtt;
     const adapter = this.application.getIoAdapter();
     if (!settings || !adapter) return;
-    if (!(adapter instanceof GatewayWsAdapter)) throw new Error("xiaozhi over MQTT needs the gateway's WebSocket adapter: create the app with createGatewayApp()");
+    if (!(adapter instanceof GatewayWsAdapter))
+      throw new Error("xiaozhi over MQTT needs the gateway's WebSocket adapter: create the app with createGatewayApp()");
     this.adapter = adapter;
     const maxBytes = this.config.server.maxMessageBytes;
     this.broker = await Aedes.createBroker({
@@ -105,7 +106,9 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
         if (!client) return done(null);
         if (packet.topic !== uplinkTopic(client.id) || packet.retain) {
           this.count('mqtt_refused_topic');
-          this.logger.warn(`MQTT: device ${client.id} published to "${packet.topic.slice(0, 80)}"${packet.retain ? ' (retained)' : ''}: refused, it may publish to ${uplinkTopic(client.id)} only`);
+          this.logger.warn(
+            `MQTT: device ${client.id} published to "${packet.topic.slice(0, 80)}"${packet.retain ? ' (retained)' : ''}: refused, it may publish to ${uplinkTopic(client.id)} only`,
+          );
           return done(new Error('Publish to your own topic only'));
         }
         const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
@@ -136,7 +139,9 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     } catch (error) {
       throw new StartupError(`XIAOZHI_UDP_PORT: cannot listen on ${settings.host}:${settings.udpPort} over UDP (${(error as Error).message})`);
     }
-    this.logger.log(`xiaozhi devices over MQTT on ${settings.host}:${this.port}, their audio over UDP on port ${this.udpPort} (XIAOZHI_MQTT_PORT, XIAOZHI_UDP_PORT)`);
+    this.logger.log(
+      `xiaozhi devices over MQTT on ${settings.host}:${this.port}, their audio over UDP on port ${this.udpPort} (XIAOZHI_MQTT_PORT, XIAOZHI_UDP_PORT)`,
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {
