@@ -170,7 +170,7 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     expect(device.mqtt!.connected).toBe(true);
 
     const topic = await metric('mqtt_refused_topic');
-    const closed = new Promise((resolve) => device.mqtt!.once('close', resolve));
+    const closed = new Promise((resolve) => device.mqtt!.once('close', () => resolve(undefined)));
     await device.publish('{"type":"listen","state":"start"}', 'xiaozhi/aa:bb:cc:10:00:01/up');
     await closed;
     expect(await metric('mqtt_refused_topic')).toBe(topic + 1);
@@ -196,7 +196,7 @@ describe('xiaozhi devices over MQTT + UDP', () => {
 
     const unsupported = await boot('aa:bb:cc:10:00:0a');
     await unsupported.connect();
-    const closed = new Promise((resolve) => unsupported.mqtt!.once('close', resolve));
+    const closed = new Promise((resolve) => unsupported.mqtt!.once('close', () => resolve(undefined)));
     await unsupported.publish(
       '{"type":"hello","version":3,"transport":"udp","audio_params":{"format":"opus","sample_rate":8000,"channels":1,"frame_duration":60}}',
     );
