@@ -12,11 +12,18 @@ process.env.OPUS_FORCE_WASM ??= '1';
 
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
+  // aedes (the embedded MQTT server of xiaozhi devices) is an ES module, which Node 20 loads with
+  // require() but Jest's CommonJS registry does not: its files are transpiled to CommonJS for specs.
+  '/node_modules/aedes/.+\\.js$': [
+    'ts-jest',
+    { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022', esModuleInterop: true, resolveJsonModule: true, isolatedModules: true } },
+  ],
 };
 const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],
   testEnvironment: 'node',
   transform,
+  transformIgnorePatterns: ['/node_modules/(?!aedes/)'],
   moduleNameMapper: {
     // The SDK's src/protocol is its build's copy of the server's wire contract: tests read the source itself, never a stale copy.
     '^(?:\\.\\./src/|\\./)protocol/(.*?)(?:\\.js)?$': `${__dirname}/src/llm-gateway/protocol/$1`,

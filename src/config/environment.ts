@@ -1138,12 +1138,20 @@ export class EnvironmentVariables {
   @MinLength(1)
   XIAOZHI_DEVICE_TOKEN?: string;
 
-  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Firmware version offered to xiaozhi devices: a device running an older version downloads `XIAOZHI_FIRMWARE_URL`.' })
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'no firmware is offered',
+    about: 'Firmware version offered to xiaozhi devices: a device running an older version downloads `XIAOZHI_FIRMWARE_URL`.',
+  })
   @IsOptional()
   @Matches(/^\d+(\.\d+){0,3}$/, { message: 'XIAOZHI_FIRMWARE_VERSION must be a version such as 1.8.2' })
   XIAOZHI_FIRMWARE_VERSION?: string;
 
-  @Setting({ group: 'xiaozhi', unset: 'no firmware is offered', about: 'Where devices download the firmware of `XIAOZHI_FIRMWARE_VERSION` (an http or https URL of the `.bin`).' })
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'no firmware is offered',
+    about: 'Where devices download the firmware of `XIAOZHI_FIRMWARE_VERSION` (an http or https URL of the `.bin`).',
+  })
   @IsOptional()
   @IsUrl(HTTP_URL)
   XIAOZHI_FIRMWARE_URL?: string;
@@ -1156,6 +1164,77 @@ export class EnvironmentVariables {
   @IsInt()
   @IsIn([16000, 24000, 48000], { message: 'XIAOZHI_OUTPUT_SAMPLE_RATE must be 16000, 24000 or 48000' })
   XIAOZHI_OUTPUT_SAMPLE_RATE = 24000;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      "Which transport a xiaozhi device's configuration answer tells it to use: `websocket` (its `websocket` section), or `mqtt` (an `mqtt` section with the device's own credentials: MQTT for its messages, encrypted UDP for its audio; needs `XIAOZHI_MQTT_PORT`).",
+  })
+  @IsIn(['websocket', 'mqtt'], { message: 'XIAOZHI_TRANSPORT must be "websocket" or "mqtt"' })
+  XIAOZHI_TRANSPORT: 'websocket' | 'mqtt' = 'websocket';
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'off: no MQTT server, no UDP audio',
+    about:
+      "Port of the embedded MQTT server xiaozhi devices connect to when their configuration answer says MQTT (its own TCP listener; 0 takes a free one). Devices publish their messages to their own topic and are sent the gateway's without subscribing, as the firmware expects.",
+  })
+  @IsOptional()
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  XIAOZHI_MQTT_PORT?: number;
+
+  @Setting({ group: 'xiaozhi', unset: 'the address of `CLOUD_HOST`', about: 'Interface the embedded MQTT server and the UDP audio socket listen on.' })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  XIAOZHI_MQTT_HOST?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: "the host of `PUBLIC_URL` (or of the configuration request) and the MQTT server's port",
+    about:
+      "The MQTT endpoint (`host:port`) the configuration answer gives devices: the address they reach the MQTT server at, a load balancer's when there is one.",
+  })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9.:[\]-]+:\d{1,5}$/, { message: 'XIAOZHI_MQTT_PUBLIC_ENDPOINT must be host:port' })
+  XIAOZHI_MQTT_PUBLIC_ENDPOINT?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'derived from `XIAOZHI_DEVICE_TOKEN`',
+    about:
+      "Secret the MQTT passwords of xiaozhi devices are derived from: each device's password is an HMAC-SHA256 of its id under this secret, so no two devices share one and changing it revokes them all (devices get new ones at their next boot).",
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(16)
+  XIAOZHI_MQTT_SECRET?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'the number of `XIAOZHI_MQTT_PORT`, over UDP',
+    about: 'UDP port of the encrypted audio of xiaozhi devices over MQTT (one socket per instance; 0 takes a free one).',
+  })
+  @IsOptional()
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  XIAOZHI_UDP_PORT?: number;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: "the address the device's MQTT connection reached",
+    about:
+      "Host (an IP address, as the firmware connects to it) the server hello gives devices for their UDP audio: a load balancer's public address when there is one.",
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  XIAOZHI_UDP_PUBLIC_HOST?: string;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
@@ -1193,6 +1272,20 @@ interface CrossCheck {
 }
 
 const CROSS_CHECKS: readonly CrossCheck[] = [
+  {
+    names: ['XIAOZHI_TRANSPORT', 'XIAOZHI_MQTT_PORT'],
+    problem: (env) =>
+      env.XIAOZHI_TRANSPORT === 'mqtt' && env.XIAOZHI_MQTT_PORT === undefined
+        ? 'XIAOZHI_TRANSPORT=mqtt needs XIAOZHI_MQTT_PORT: the MQTT server devices would be told to use is off'
+        : undefined,
+  },
+  {
+    names: ['XIAOZHI_MQTT_PORT', 'XIAOZHI_MQTT_SECRET', 'XIAOZHI_DEVICE_TOKEN'],
+    problem: (env) =>
+      env.XIAOZHI_MQTT_PORT !== undefined && env.XIAOZHI_MQTT_SECRET === undefined && env.XIAOZHI_DEVICE_TOKEN === undefined
+        ? "XIAOZHI_MQTT_PORT needs XIAOZHI_MQTT_SECRET or XIAOZHI_DEVICE_TOKEN: devices' MQTT passwords are derived from one of them"
+        : undefined,
+  },
   {
     names: ['XIAOZHI_FIRMWARE_VERSION', 'XIAOZHI_FIRMWARE_URL'],
     problem: (env) =>

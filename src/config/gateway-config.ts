@@ -159,6 +159,18 @@ export interface GatewayConfig {
     firmware?: { version: string; url: string };
     /** The sample rate of the Opus audio sent to devices. */
     outputSampleRate: 16000 | 24000 | 48000;
+    /** Which transport the configuration answer tells devices to use. */
+    transport: 'websocket' | 'mqtt';
+    /** The embedded MQTT server and UDP audio socket; absent when `XIAOZHI_MQTT_PORT` is unset. */
+    mqtt?: {
+      host: string;
+      port: number;
+      publicEndpoint?: string;
+      /** What devices' MQTT passwords are derived from: `XIAOZHI_MQTT_SECRET`, else `XIAOZHI_DEVICE_TOKEN`. */
+      secret: string;
+      udpPort: number;
+      udpPublicHost?: string;
+    };
   };
   /** When a voice device's user starts and stops talking. */
   voice: {
@@ -398,6 +410,18 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
           ? undefined
           : { version: env.XIAOZHI_FIRMWARE_VERSION, url: env.XIAOZHI_FIRMWARE_URL },
       outputSampleRate: env.XIAOZHI_OUTPUT_SAMPLE_RATE as 16000 | 24000 | 48000,
+      transport: env.XIAOZHI_TRANSPORT,
+      mqtt:
+        env.XIAOZHI_MQTT_PORT === undefined
+          ? undefined
+          : {
+              host: env.XIAOZHI_MQTT_HOST ?? env.CLOUD_HOST ?? (tokensConfigured(env) ? '0.0.0.0' : '127.0.0.1'),
+              port: env.XIAOZHI_MQTT_PORT,
+              publicEndpoint: env.XIAOZHI_MQTT_PUBLIC_ENDPOINT,
+              secret: env.XIAOZHI_MQTT_SECRET ?? `xiaozhi-device-token:${env.XIAOZHI_DEVICE_TOKEN ?? ''}`,
+              udpPort: env.XIAOZHI_UDP_PORT ?? env.XIAOZHI_MQTT_PORT,
+              udpPublicHost: env.XIAOZHI_UDP_PUBLIC_HOST,
+            },
     },
     voice: {
       vad: { startThreshold: env.VAD_THRESHOLD, endThreshold: env.VAD_END_THRESHOLD, minSpeechMs: env.VAD_MIN_SPEECH_MS, silenceMs: env.VAD_SILENCE_MS },

@@ -98,7 +98,13 @@ export abstract class ConnectionDeviceLink<Connection extends LlmConnection = Ll
 class LlmDeviceLink extends ConnectionDeviceLink {
   readonly protocol = LLM_PROTOCOL;
 
-  constructor(deviceId: string, owner: string | undefined, connection: LlmConnection, clientTools: ClientToolsService, private readonly turns: TurnStarter) {
+  constructor(
+    deviceId: string,
+    owner: string | undefined,
+    connection: LlmConnection,
+    clientTools: ClientToolsService,
+    private readonly turns: TurnStarter,
+  ) {
     super(deviceId, owner, connection, clientTools);
   }
 

@@ -21,8 +21,10 @@ export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
  * What a voice session counts: audio it dropped (not Opus, faster than real time, a frame that
  * breaks its framing, sent before `hello` or while nobody listens), an engine that failed, a turn
  * that ended in an error (the model's, a device tool's timeout: `gateway_errors_total` has its
- * code), an utterance cut at its maximum length, a barge-in, and a device's MCP answers that made
- * no sense.
+ * code), an utterance cut at its maximum length, a barge-in, a device's MCP answers that made no
+ * sense, and over MQTT + UDP what the MQTT server refused (credentials, topics, subscriptions,
+ * sizes, non-JSON, admissions) and the datagrams dropped (malformed, of no session, from another
+ * address, replayed or old, and packets that could not be sent yet) or gaps seen.
  */
 export type VoiceEvent =
   | 'audio_undecodable'
@@ -37,7 +39,19 @@ export type VoiceEvent =
   | 'barge_in'
   | 'device_mcp_unknown_id'
   | 'device_mcp_endless_cursor'
-  | 'device_mcp_bad_tool';
+  | 'device_mcp_bad_tool'
+  | 'mqtt_bad_credentials'
+  | 'mqtt_refused_topic'
+  | 'mqtt_refused_subscribe'
+  | 'mqtt_oversized'
+  | 'mqtt_not_json'
+  | 'mqtt_refused_admission'
+  | 'udp_malformed'
+  | 'udp_unknown_session'
+  | 'udp_foreign_address'
+  | 'udp_replayed'
+  | 'udp_gap'
+  | 'udp_not_sent';
 
 /** The code an error is counted under: its gateway code, or INTERNAL_ERROR for anything unexpected. */
 const codeOf = (error: unknown): string => (error instanceof GatewayError ? error.code : 'INTERNAL_ERROR');

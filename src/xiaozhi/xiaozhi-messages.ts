@@ -14,7 +14,8 @@ export const helloSchema = {
   properties: {
     type: { const: 'hello' },
     version: { type: 'integer', minimum: 1, maximum: 3, errorMessage: 'version must be 1, 2 or 3' },
-    transport: { const: 'websocket', errorMessage: 'transport must be "websocket" on this route' },
+    // `udp` over MQTT only: the gateway checks it against the connection's transport.
+    transport: { enum: ['websocket', 'udp'], errorMessage: 'transport must be "websocket" (or "udp" over MQTT)' },
     features: { type: 'object', properties: { mcp: { type: 'boolean' } } },
     audio_params: {
       type: 'object',
@@ -72,7 +73,14 @@ export const goodbyeSchema = {
 
 /** What the gateway sends a device. */
 export type XiaozhiServerMessage =
-  | { type: 'hello'; transport: 'websocket'; session_id: string; audio_params: { format: 'opus'; sample_rate: number; channels: 1; frame_duration: number } }
+  | {
+      type: 'hello';
+      transport: string;
+      session_id: string;
+      audio_params: { format: 'opus'; sample_rate: number; channels: 1; frame_duration: number };
+      /** Over MQTT: where and with which key and nonce the audio goes. */
+      udp?: unknown;
+    }
   | { type: 'stt'; session_id: string; text: string }
   | { type: 'llm'; session_id: string; emotion: string; text: string }
   | { type: 'tts'; session_id: string; state: 'start' | 'stop' }
@@ -80,12 +88,13 @@ export type XiaozhiServerMessage =
   | { type: 'alert'; session_id: string; status: string; message: string; emotion: string }
   | { type: 'mcp'; session_id: string; payload: unknown };
 
-/** The server's hello: the session's id and the audio it will send. */
-export function serverHello(sessionId: string, output: OpusFormat): XiaozhiServerMessage {
+/** The server's hello: the session's id and the audio it will send, and what the connection's transport adds (over MQTT: `transport: "udp"` and its `udp` block). */
+export function serverHello(sessionId: string, output: OpusFormat, transport: Record<string, unknown> = {}): XiaozhiServerMessage {
   return {
     type: 'hello',
     transport: 'websocket',
     session_id: sessionId,
     audio_params: { format: 'opus', sample_rate: output.sampleRate, channels: 1, frame_duration: output.frameDurationMs },
+    ...transport,
   };
 }

@@ -13,6 +13,7 @@ import { DeviceLinks } from '../llm-gateway/device-link';
 import { MAX_WAITING_REQUESTS } from '../llm-gateway/llm-connection';
 import { SessionBindingService } from '../llm-gateway/session-binding.service';
 import { unframe } from './audio-framing';
+import { audioTransportOf } from './audio-transport';
 import { DeviceMcpTools } from './device-mcp-tools';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './ota/device-boot-records';
 import type { VoiceSession } from './voice-session';
@@ -111,7 +112,13 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
   @OnFrame('hello', { schema: helloSchema })
   hello(hello: HelloMessage, connection: XiaozhiConnection): XiaozhiServerMessage | undefined {
     const { state } = connection;
-    if (state.voice) return serverHello(state.helloSessionId, this.voices.outputFormat);
+    const transport = audioTransportOf(connection);
+    const expected = transport?.helloTransport ?? 'websocket';
+    if (hello.transport !== undefined && hello.transport !== expected)
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `transport must be "${expected}" on this connection, not "${hello.transport}"`);
+    // Over MQTT + UDP each hello opens the audio channel afresh (new key and nonce; the firmware restarts its sequence numbers).
+    const answer = () => serverHello(state.helloSessionId, this.voices.outputFormat, transport?.openAudioChannel(state.helloSessionId));
+    if (state.voice) return answer();
     const params = hello.audio_params ?? {};
     const input: OpusFormat = {
       sampleRate: (params.sample_rate ?? DEFAULT_INPUT.sampleRate) as OpusFormat['sampleRate'],
@@ -120,7 +127,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     const problem = audioProblem(input);
     if (problem) return this.refuseHello(connection, problem);
     state.voice = this.voices.open(connection, input);
-    connection.send(serverHello(state.helloSessionId, this.voices.outputFormat));
+    connection.send(answer());
     void this.joinFleet(connection, state.voice, hello.features?.mcp === true);
     return undefined;
   }
@@ -150,7 +157,7 @@ export class XiaozhiGateway implements ProtocolGatewayHooks<XiaozhiConnectionSta
     mcp.receive(message.payload as Record<string, unknown>);
   }
 
-  /** The device closes its audio channel (the firmware sends it over MQTT; over WebSocket it closes the socket): the socket is closed for it. */
+  /** The device closes its audio channel (the firmware sends it over MQTT, where its MQTT connection stays up for the next hello; over WebSocket it closes the socket): the connection is closed for it. */
   @OnFrame('goodbye', { schema: goodbyeSchema })
   goodbye(_message: unknown, connection: XiaozhiConnection): void {
     connection.close(1000, 'Goodbye');

@@ -19,10 +19,11 @@ import { XiaozhiGateway } from './xiaozhi.gateway';
 import { XIAOZHI_DECLARATION } from './xiaozhi.protocol';
 import { XIAOZHI_PROTOCOL } from './xiaozhi-protocol-name';
 import { XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
+import { XiaozhiMqttServer } from './mqtt/xiaozhi-mqtt.server';
 
 /**
  * xiaozhi voice devices: their configuration request (`/xiaozhi/ota/`) and their WebSocket
- * sessions (`/xiaozhi/v1/`), heard and answered through the speech engines
+ * sessions (`/xiaozhi/v1/`), or MQTT + UDP sessions ({@link XiaozhiMqttServer}, when configured), heard and answered through the speech engines
  * ({@link SpeechEnginesModule}) and the LLM gateway's turn engine.
  */
 @Module({
@@ -31,6 +32,7 @@ import { XiaozhiUpgradeGuard } from './xiaozhi-upgrade.guard';
   providers: [
     XiaozhiGateway,
     XiaozhiUpgradeGuard,
+    XiaozhiMqttServer,
     VoiceSessions,
     DeviceMcpTools,
     {

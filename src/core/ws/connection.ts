@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'http';
-import { WebSocket } from 'ws';
 import { CallsInFlight } from '../limits/calls-in-flight';
+import { ConnectionSocket, SOCKET_CLOSED, SOCKET_CLOSING, SOCKET_OPEN } from './connection-socket';
 import { Heartbeat, HeartbeatPeer } from './heartbeat';
 import type { SerialOptions } from './protocol-gateway.decorator';
 import { SerialQueue } from './serial-queue';
@@ -37,6 +37,7 @@ export interface ConnectionOrigin {
   /** The route pattern that accepted the upgrade, e.g. `/litemcp/:tool`. */
   route: string;
   params: Readonly<Record<string, string>>;
+  /** The upgrade request; for a connection admitted from another transport, one made up of what it said of itself (see `admittedRequest`). */
   request: IncomingMessage;
   /** Bytes that may wait to be sent before the client counts as not reading. */
   maxBufferedBytes?: number;
@@ -85,7 +86,8 @@ export interface FrameConnection<State = unknown> {
 
 /**
  * One WebSocket connection, from the upgrade to the close: made by the adapter, one per socket,
- * and what every protocol works with instead of the socket. It knows who the client is (the
+ * and what every protocol works with instead of the socket (or one a protocol admitted from
+ * another transport, through the same guards and caps: see `UpgradeRouter.admitSocket`). It knows who the client is (the
  * principal, settled once: at the upgrade, or by the protocol's auth frame), sends frames,
  * runs the protocol's serial work, keeps the peer alive or drops it, and holds the protocol's
  * own state in {@link state}. Everything it starts (timers, listeners, queued work) ends when
@@ -118,7 +120,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   private readonly admit?: ConnectionOrigin['admit'];
 
   constructor(
-    readonly socket: WebSocket,
+    /** Its transport: a `ws` WebSocket, or another that behaves as one (see {@link ConnectionSocket}). */
+    readonly socket: ConnectionSocket,
     origin: ConnectionOrigin,
   ) {
     this.id = origin.id;
@@ -152,7 +155,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
 
   /** Whether frames can still be sent. */
   get isOpen(): boolean {
-    return this.socket.readyState === WebSocket.OPEN;
+    return this.socket.readyState === SOCKET_OPEN;
   }
 
   /** Aborted when the connection closes: for work that should stop with it. Made on first use. */
@@ -186,14 +189,14 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
    * updates, answers) never wait for a reader.
    */
   send(frame: unknown): boolean {
-    if (this.socket.readyState !== WebSocket.OPEN) return false;
+    if (this.socket.readyState !== SOCKET_OPEN) return false;
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
     return this.stillReading();
   }
 
   /** Sends one binary message (audio), bounded as {@link send} is. */
   sendBinary(data: Uint8Array): boolean {
-    if (this.socket.readyState !== WebSocket.OPEN) return false;
+    if (this.socket.readyState !== SOCKET_OPEN) return false;
     this.socket.send(data, { binary: true });
     return this.stillReading();
   }
@@ -232,7 +235,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
    * already read still arrive.
    */
   pauseReading(): void {
-    if (this.socket.readyState === WebSocket.OPEN && !this.socket.isPaused) this.socket.pause();
+    if (this.socket.readyState === SOCKET_OPEN && !this.socket.isPaused) this.socket.pause();
   }
 
   resumeReading(): void {
@@ -259,7 +262,7 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   /** The heartbeat's ping: the protocol's own, or a WebSocket ping frame. */
   heartbeatPing(): void {
     if (this.protocolPing) this.protocolPing();
-    else if (this.socket.readyState === WebSocket.OPEN) this.socket.ping();
+    else if (this.socket.readyState === SOCKET_OPEN) this.socket.ping();
   }
 
   /** The peer stayed silent: the protocol's own goodbye, or a close with {@link HEARTBEAT_CLOSE}. */
@@ -284,8 +287,8 @@ export class GatewayConnection<State = unknown> implements FrameConnection<State
   /** Closes with a close frame; a peer that does not finish the handshake within `graceMs` is cut off. */
   close(code: number, reason: string, graceMs = CLOSE_GRACE_MS): void {
     const { readyState } = this.socket;
-    if (readyState === WebSocket.CLOSED) return;
-    if (readyState !== WebSocket.CLOSING) this.socket.close(code, reason);
+    if (readyState === SOCKET_CLOSED) return;
+    if (readyState !== SOCKET_CLOSING) this.socket.close(code, reason);
     const cut = setTimeout(() => this.socket.terminate(), graceMs);
     cut.unref();
     this.onClose(() => clearTimeout(cut));

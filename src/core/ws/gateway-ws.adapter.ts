@@ -14,7 +14,9 @@ import { ConnectionRegistry } from './connection-registry';
 import { FrameDispatcher } from './frame-dispatcher';
 import { OVERSIZED_FRAME_CEILING, PER_PROTOCOL_CAP, ProtocolGatewayHooks, ProtocolRouteOptions } from './protocol-gateway.decorator';
 import { UpgradeGuard, UpgradeRefusedException } from './upgrade-guard';
-import { compilePatterns, UpgradeRouter } from './upgrade-router';
+import { Admission, compilePatterns, UpgradeRouter } from './upgrade-router';
+import type { AdmittedPeer } from './admitted-request';
+import type { ConnectionSocket } from './connection-socket';
 
 /** Close code sent to clients when the server goes away (RFC 6455 "going away"). */
 export const CLOSE_GOING_AWAY = 1001;
@@ -112,6 +114,14 @@ export class GatewayWsAdapter extends WsAdapter {
   attachServer(server: HttpServer, route: string, paths?: string[]): void {
     this.routerFor().serveOn(server, route, paths);
     this.attachedServers.push(server);
+  }
+
+  /**
+   * Admits a connection that came by another transport to the gateway at `route`, through its
+   * guards and caps (see `UpgradeRouter.admitSocket`); call this once the gateways exist.
+   */
+  admitSocket(route: string, socket: ConnectionSocket, peer: AdmittedPeer): Promise<Admission> {
+    return this.routerFor().admitSocket(route, socket, peer);
   }
 
   /** After Nest's own cleanup, closes the attached servers (their sockets are gone by now). */

@@ -3,10 +3,12 @@ import type { IncomingMessage, Server as HttpServer } from 'http';
 import { STATUS_CODES } from 'http';
 import { match, MatchFunction } from 'path-to-regexp';
 import type { Duplex } from 'stream';
-import type { WebSocket, WebSocketServer } from 'ws';
+import type { WebSocketServer } from 'ws';
 import type { ConnectionCapsConfig } from '../../config/gateway-config';
 import { newId } from '../new-id';
+import { admittedRequest, AdmittedPeer } from './admitted-request';
 import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, ConnectionOrigin, GatewayConnection } from './connection';
+import { ConnectionSocket, SOCKET_OPEN } from './connection-socket';
 import { ConnectionCaps, TokenQuota } from './connection-caps';
 import type { ConnectionRegistry } from './connection-registry';
 import { boundAddressOf, OriginPolicy } from '../http/origin-policy';
@@ -47,6 +49,9 @@ interface FoundRoute {
   route: WsRoute;
   params: Record<string, string>;
 }
+
+/** What became of a connection offered by another transport ({@link UpgradeRouter.admitSocket}): accepted, or refused as its upgrade would have been. */
+export type Admission = { connection: GatewayConnection } | { refused: { status: number; message: string } };
 
 /** Which route serves an upgrade to `pathname`; throws on a malformed path. */
 type RouteFinder = (pathname: string) => FoundRoute | undefined;
@@ -124,6 +129,44 @@ export class UpgradeRouter {
     });
   }
 
+  /**
+   * Admits a connection that came by another transport (a xiaozhi device over MQTT + UDP) to the
+   * route at `routePath` as if it had upgraded there: refused while shutting down, checked by the
+   * route's guards with a request made of what `peer` says of itself ({@link admittedRequest}),
+   * counted against the route's cap and the shared caps, then accepted as an upgraded socket is
+   * (registered, its messages to the route's dispatcher or `onBinary`, `onOpen` and `onClose`).
+   * Origins are not checked: the transport has none. A refusal the route would answer with a
+   * close code after the upgrade is a refusal here too; the transport tells its peer its own way.
+   */
+  async admitSocket(routePath: string, socket: ConnectionSocket, peer: AdmittedPeer): Promise<Admission> {
+    const route = this.routes.find((candidate) => candidate.options.path === routePath);
+    if (!route) throw new Error(`No WebSocket gateway serves route "${routePath}"`);
+    const refused = (reason: RefusalReason, status: number, message: string): Admission => {
+      this.onRefused(reason);
+      return { refused: { status, message } };
+    };
+    if (this.refusing()) return refused('shutdown', 503, 'Server is shutting down');
+    const request = admittedRequest(routePath, peer);
+    const url = new URL(request.url ?? routePath, 'http://gateway.invalid');
+    const params = matchAny(route.patterns, url.pathname) ?? {};
+    const context: UpgradeContext = { request, url, params, protocol: route.options.protocol };
+    try {
+      for (const guard of route.guards) await guard.canUpgrade(context);
+    } catch (error) {
+      if (!(error instanceof UpgradeRefusedException)) {
+        this.logger.error(`Upgrade guard failed on an admitted ${route.options.protocol} connection: ${(error as Error).stack}`);
+        return refused('other', 500, 'Internal error');
+      }
+      return refused(refusalReasonOfStatus(error.status), error.status, error.message);
+    }
+    const full = context.principal === undefined ? undefined : this.capRefusal(route);
+    if (full) return refused('cap', full.status, full.message);
+    const capped = this.caps.atUpgrade(peer.remoteAddress, context.principal);
+    if (capped) return refused('cap', capped.status, capped.message);
+    if (socket.readyState !== SOCKET_OPEN) return refused('other', 499, 'The connection closed while it was admitted');
+    return { connection: this.open(route, socket, params, request, context.principal) };
+  }
+
   private find(pathname: string): FoundRoute | undefined {
     for (const route of this.routes) {
       const params = matchAny(route.patterns, pathname);
@@ -182,7 +225,7 @@ export class UpgradeRouter {
     const { principal } = context;
     route.server.handleUpgrade(request, socket, head, (client) => {
       if (refusal) client.close(refusal.closeCode, refusal.message);
-      else this.open(route, client, params, request, principal);
+      else this.open(route, client, params, request, principal, socket);
     });
   }
 
@@ -191,7 +234,15 @@ export class UpgradeRouter {
    * closures keep for the connection's life is this scope, not the upgrade's (its URL, context
    * and refusal helpers): an idle device costs that much less.
    */
-  private open(route: WsRoute, client: WebSocket, params: Record<string, string>, request: IncomingMessage, principal: string | undefined): void {
+  private open(
+    route: WsRoute,
+    client: ConnectionSocket,
+    params: Record<string, string>,
+    request: IncomingMessage,
+    principal: string | undefined,
+    /** The upgraded TCP stream, whose bytes are counted before authentication; an admitted connection has none. */
+    stream?: Duplex,
+  ): GatewayConnection {
     const connection = new GatewayConnection(client, {
       id: newId(),
       protocol: route.options.protocol,
@@ -205,10 +256,11 @@ export class UpgradeRouter {
     });
     connection.principal = principal;
     if (principal === undefined) {
-      this.boundBeforeAuthentication(connection, request.socket);
+      if (stream) this.boundBeforeAuthentication(connection, stream);
       if (route.authTimeoutMs !== undefined) this.awaitAuthentication(route, connection, route.authTimeoutMs);
     }
     this.accept(route, connection);
+    return connection;
   }
 
   /**

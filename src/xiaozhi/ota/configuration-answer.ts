@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../../config/gateway-config';
+import type { DeviceMqttCredentials } from '../mqtt/mqtt-credentials';
 
 /** The path of the xiaozhi WebSocket session, as the configuration answer gives it. */
 export const XIAOZHI_SESSION_PATH = '/xiaozhi/v1/';
@@ -10,10 +11,15 @@ export const XIAOZHI_SESSION_PATH = '/xiaozhi/v1/';
  * local time; it upgrades when `firmware.version` is newer than its own.
  */
 export interface ConfigurationAnswer {
-  websocket: { url: string; token: string };
+  websocket?: { url: string; token: string };
+  /** With `XIAOZHI_TRANSPORT=mqtt`, in place of `websocket`: the firmware then speaks MQTT + UDP. */
+  mqtt?: MqttSection;
   server_time: { timestamp: number; timezone_offset: number };
   firmware?: { version: string; url: string };
 }
+
+/** The `mqtt` section: the MQTT server's public endpoint and the device's own credentials (`main/protocols/mqtt_protocol.cc` reads these names). */
+export type MqttSection = DeviceMqttCredentials & { endpoint: string; keepalive: number };
 
 /** The gateway's base URL as devices reach it: `PUBLIC_URL`, else the request's own host (right when devices reach the gateway directly). */
 export function publicBaseUrl(config: GatewayConfig, host: string | undefined, encrypted: boolean): string {
@@ -32,10 +38,10 @@ export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
 }
 
 /** The answer for a device, at `now`, reaching the gateway at `baseUrl`. */
-export function configurationAnswer(config: GatewayConfig, baseUrl: string, now = new Date()): ConfigurationAnswer {
+export function configurationAnswer(config: GatewayConfig, baseUrl: string, now = new Date(), mqtt?: MqttSection): ConfigurationAnswer {
   const wsBase = baseUrl.replace(/^http/, 'ws');
   return {
-    websocket: { url: `${wsBase}${XIAOZHI_SESSION_PATH}`, token: config.xiaozhi.deviceToken ?? '' },
+    ...(mqtt ? { mqtt } : { websocket: { url: `${wsBase}${XIAOZHI_SESSION_PATH}`, token: config.xiaozhi.deviceToken ?? '' } }),
     server_time: { timestamp: now.getTime(), timezone_offset: timeZoneOffsetMinutes(config.tools.defaultTimezone, now) },
     ...(config.xiaozhi.firmware && { firmware: { ...config.xiaozhi.firmware } }),
   };

@@ -1,9 +1,10 @@
-import { BadRequestException, Controller, Get, HttpCode, Inject, Logger, Post, Req } from '@nestjs/common';
+import { BadRequestException, Controller, Get, HttpCode, Inject, Logger, Optional, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { Public } from '../../core/auth/route-access';
 import { deviceIdProblem } from '../../fleet/device-id';
-import { configurationAnswer, ConfigurationAnswer, publicBaseUrl } from './configuration-answer';
+import { MQTT_KEEPALIVE_S, XiaozhiMqttServer } from '../mqtt/xiaozhi-mqtt.server';
+import { configurationAnswer, ConfigurationAnswer, MqttSection, publicBaseUrl } from './configuration-answer';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './device-boot-records';
 
 const header = (request: Request, name: string): string | undefined => {
@@ -26,6 +27,7 @@ export class XiaozhiOtaController {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(DEVICE_BOOT_RECORDS) private readonly boots: DeviceBootRecords,
+    @Optional() private readonly mqtt?: XiaozhiMqttServer,
   ) {}
 
   @Post()
@@ -47,6 +49,16 @@ export class XiaozhiOtaController {
     const boot = { deviceId: deviceId!, clientId: header(request, 'client-id'), userAgent: header(request, 'user-agent'), at: new Date().toISOString() };
     await this.boots.record(boot).catch((error: Error) => this.logger.warn(`Device ${boot.deviceId}: its board was not recorded: ${error.message}`));
     this.logger.log(`Device ${boot.deviceId} asked for its configuration (${boot.userAgent ?? 'no User-Agent'}, client ${boot.clientId ?? 'none'})`);
-    return configurationAnswer(this.config, publicBaseUrl(this.config, request.headers.host, request.secure));
+    const baseUrl = publicBaseUrl(this.config, request.headers.host, request.secure);
+    return configurationAnswer(this.config, baseUrl, new Date(), this.mqttSection(boot.deviceId, baseUrl));
+  }
+
+  /** With `XIAOZHI_TRANSPORT=mqtt`: the device's own MQTT credentials, and the endpoint (`XIAOZHI_MQTT_PUBLIC_ENDPOINT`, else the base URL's host and the MQTT port). */
+  private mqttSection(deviceId: string, baseUrl: string): MqttSection | undefined {
+    const settings = this.config.xiaozhi.mqtt;
+    const credentials = this.mqtt?.credentials;
+    if (this.config.xiaozhi.transport !== 'mqtt' || !settings || !credentials) return undefined;
+    const endpoint = settings.publicEndpoint ?? `${new URL(baseUrl).hostname}:${this.mqtt!.port || settings.port}`;
+    return { endpoint, ...credentials.issue(deviceId), keepalive: MQTT_KEEPALIVE_S };
   }
 }

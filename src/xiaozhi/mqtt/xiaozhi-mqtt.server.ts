@@ -1,0 +1,233 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { ApplicationConfig } from '@nestjs/core';
+import { Aedes, AuthenticateError, Client } from 'aedes';
+import { createServer, Server, Socket } from 'net';
+import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
+import { MetricsService, VoiceEvent } from '../../metrics/metrics.service';
+import { StartupError } from '../../shared/startup-error';
+import { XIAOZHI_SESSION_PATH } from '../ota/configuration-answer';
+import { XIAOZHI_PROTOCOL } from '../xiaozhi-protocol-name';
+import { MqttCredentials, uplinkTopic } from './mqtt-credentials';
+import { MqttDeviceSocket } from './mqtt-device-socket';
+import { MqttPacketSizeLimit } from './mqtt-packet-size';
+import { UdpAudioServer } from './udp-audio';
+
+/** The firmware's keep-alive, which the configuration answer repeats. */
+export const MQTT_KEEPALIVE_S = 240;
+/** CONNACK return codes of MQTT 3.1.1. */
+const BAD_USERNAME_OR_PASSWORD = 4;
+
+/** What the server keeps of one device's MQTT connection. */
+interface MqttDevice {
+  deviceId: string;
+  client: Client;
+  /** Its audio channel's socket, from a hello to a goodbye. */
+  socket?: MqttDeviceSocket;
+  /** Messages that came while its hello's connection was being admitted, in order. */
+  waiting?: { payload: Buffer; type: unknown }[];
+}
+
+/** The device's TCP socket (aedes types it as any duplex stream). */
+const tcpOf = (client: Client): Partial<Socket> => (client.conn ?? {}) as Partial<Socket>;
+
+const plainAddress = (address: string | undefined): string | undefined => address?.replace(/^::ffff:/, '');
+
+/**
+ * The embedded MQTT server of xiaozhi devices (aedes on its own TCP listener, `XIAOZHI_MQTT_PORT`)
+ * and their UDP audio socket. A device connects with the credentials its configuration answer
+ * gave it ({@link MqttCredentials}); it may publish only to its own topic, subscribe to nothing,
+ * and only JSON of at most `CLOUD_MAX_MESSAGE_SIZE` bytes. Its hello opens an audio channel
+ * ({@link MqttDeviceSocket}), admitted to the xiaozhi WebSocket route as if it had upgraded there
+ * (bearer token `XIAOZHI_DEVICE_TOKEN`, `Device-Id`, `Protocol-Version: 1`): the same guards,
+ * caps, session and fleet. A second connection with the same client id replaces the first.
+ */
+@Injectable()
+export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Xiaozhi');
+  private readonly devices = new Map<Client, MqttDevice>();
+  private broker?: Aedes;
+  private server?: Server;
+  private udp?: UdpAudioServer;
+  private adapter?: GatewayWsAdapter;
+  readonly credentials?: MqttCredentials;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly application: ApplicationConfig,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {
+    const settings = config.xiaozhi.mqtt;
+    if (settings) this.credentials = new MqttCredentials(settings.secret);
+  }
+
+  /** The MQTT server's bound port (0 while off). */
+  get port(): number {
+    const address = this.server?.address();
+    return address && typeof address === 'object' ? address.port : 0;
+  }
+
+  /** The UDP socket's bound port (0 while off). */
+  get udpPort(): number {
+    return this.udp?.port ?? 0;
+  }
+
+  /** Open audio channels (UDP sessions). */
+  get audioSessions(): number {
+    return this.udp?.sessionCount ?? 0;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const settings = this.config.xiaozhi.mqtt;
+    const adapter = this.application.getIoAdapter();
+    if (!settings || !adapter) return;
+    if (!(adapter instanceof GatewayWsAdapter))
+      throw new Error("xiaozhi over MQTT needs the gateway's WebSocket adapter: create the app with createGatewayApp()");
+    this.adapter = adapter;
+    const maxBytes = this.config.server.maxMessageBytes;
+    this.broker = await Aedes.createBroker({
+      maxClientsIdLength: 64,
+      keepaliveLimit: 0,
+      authenticate: (client, username, password, done) => {
+        const deviceId = this.credentials!.check(client.id, username, password);
+        if (deviceId !== undefined) return done(null, true);
+        this.count('mqtt_bad_credentials');
+        this.logger.warn(`MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`);
+        const error = new Error('Bad username or password') as AuthenticateError;
+        error.returnCode = BAD_USERNAME_OR_PASSWORD;
+        done(error, false);
+      },
+      authorizeSubscribe: (client, _subscription, done) => {
+        this.count('mqtt_refused_subscribe');
+        this.logger.warn(`MQTT: device ${client.id} tried to subscribe: refused (its messages are delivered without one)`);
+        done(new Error('Subscriptions are refused'));
+      },
+      authorizePublish: (client, packet, done) => {
+        if (!client) return done(null);
+        if (packet.topic !== uplinkTopic(client.id) || packet.retain) {
+          this.count('mqtt_refused_topic');
+          this.logger.warn(
+            `MQTT: device ${client.id} published to "${packet.topic.slice(0, 80)}"${packet.retain ? ' (retained)' : ''}: refused, it may publish to ${uplinkTopic(client.id)} only`,
+          );
+          return done(new Error('Publish to your own topic only'));
+        }
+        const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+        if (payload.length > maxBytes) {
+          this.count('mqtt_oversized');
+          this.logger.warn(`MQTT: device ${client.id} published ${payload.length} bytes: refused, over ${maxBytes} (CLOUD_MAX_MESSAGE_SIZE)`);
+          return done(new Error('Message too big'));
+        }
+        this.received(client, payload);
+        // Nothing more: no client subscribes, and nothing a device publishes is routed.
+        packet.payload = Buffer.alloc(0);
+        done(null);
+      },
+    });
+    this.broker.on('client', (client) => this.devices.set(client, { deviceId: client.id, client }));
+    this.broker.on('clientDisconnect', (client) => this.disconnected(client));
+    this.broker.on('clientError', (client, error) => this.logger.debug?.(`MQTT: device ${client.id}: ${error.message}`));
+    this.broker.on('connectionError', (client, error) => this.logger.debug?.(`MQTT: a connection failed before CONNECT: ${error.message}`));
+    this.udp = new UdpAudioServer((event) => this.count(event));
+    const broker = this.broker;
+    this.server = createServer((connection: Socket) => {
+      new MqttPacketSizeLimit(connection, maxBytes + 1024, () => this.count('mqtt_oversized'));
+      broker.handle(connection);
+    });
+    await listen(this.server, settings.port, settings.host);
+    try {
+      await this.udp.listen(settings.udpPort, settings.host);
+    } catch (error) {
+      throw new StartupError(`XIAOZHI_UDP_PORT: cannot listen on ${settings.host}:${settings.udpPort} over UDP (${(error as Error).message})`);
+    }
+    this.logger.log(
+      `xiaozhi devices over MQTT on ${settings.host}:${this.port}, their audio over UDP on port ${this.udpPort} (XIAOZHI_MQTT_PORT, XIAOZHI_UDP_PORT)`,
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const server = this.server;
+    const broker = this.broker;
+    this.server = undefined;
+    this.broker = undefined;
+    for (const device of this.devices.values()) device.socket?.dropped();
+    if (broker) await new Promise<void>((resolve) => broker.close(() => resolve()));
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await this.udp?.close();
+  }
+
+  /** One message a device published to its topic: to its audio channel, whose hello opens it. */
+  private received(client: Client, payload: Buffer): void {
+    const device = this.devices.get(client);
+    if (!device) return;
+    let type: unknown;
+    try {
+      type = (JSON.parse(payload.toString('utf8')) as { type?: unknown } | null)?.type;
+    } catch {
+      this.count('mqtt_not_json');
+      this.logger.warn(`MQTT: device ${device.deviceId} published ${payload.length} bytes that are not JSON: dropped`);
+      return;
+    }
+    if (device.waiting) {
+      device.waiting.push({ payload, type });
+      return;
+    }
+    if (device.socket && device.socket.readyState === 1) return device.socket.receive(payload, type);
+    if (type === 'hello') void this.open(device, payload);
+    else this.logger.debug?.(`MQTT: device ${device.deviceId} sent ${String(type).slice(0, 20)} with no audio channel open: dropped`);
+  }
+
+  /** A hello with no channel open: a socket for the channel, admitted to the xiaozhi route, then the hello and what came meanwhile. */
+  private async open(device: MqttDevice, hello: Buffer): Promise<void> {
+    const { client, deviceId } = device;
+    const settings = this.config.xiaozhi.mqtt!;
+    const udpHost = settings.udpPublicHost ?? plainAddress(tcpOf(client).localAddress) ?? '127.0.0.1';
+    const socket = new MqttDeviceSocket(client, deviceId, this.udp!, udpHost);
+    device.waiting = [{ payload: hello, type: 'hello' }];
+    const token = this.config.xiaozhi.deviceToken;
+    const headers: Record<string, string> = { 'device-id': deviceId, 'client-id': client.id, 'protocol-version': '1' };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    let admission;
+    try {
+      admission = await this.adapter!.admitSocket(XIAOZHI_SESSION_PATH.replace(/\/$/, ''), socket, {
+        headers,
+        remoteAddress: plainAddress(tcpOf(client).remoteAddress),
+        remotePort: tcpOf(client).remotePort,
+      });
+    } catch (error) {
+      admission = { refused: { status: 500, message: (error as Error).message } };
+    }
+    const waiting = device.waiting;
+    device.waiting = undefined;
+    if ('refused' in admission) {
+      this.count('mqtt_refused_admission');
+      this.logger.warn(`MQTT: device ${deviceId}'s session was refused (${admission.refused.status}): ${admission.refused.message}`);
+      socket.send(JSON.stringify({ type: 'alert', status: 'error', message: admission.refused.message, emotion: 'sad' }));
+      socket.terminate();
+      return;
+    }
+    if (this.devices.get(client) !== device || client.closed) {
+      socket.dropped();
+      return;
+    }
+    device.socket = socket;
+    for (const message of waiting ?? []) socket.receive(message.payload, message.type);
+  }
+
+  private disconnected(client: Client): void {
+    const device = this.devices.get(client);
+    if (!device) return;
+    this.devices.delete(client);
+    device.socket?.dropped();
+  }
+
+  private count(event: VoiceEvent): void {
+    this.metrics?.voiceEvent(XIAOZHI_PROTOCOL, event);
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) => reject(new StartupError(`XIAOZHI_MQTT_PORT: cannot listen on ${host}:${port} (${error.message})`)));
+    server.listen(port, host, () => resolve());
+  });
+}

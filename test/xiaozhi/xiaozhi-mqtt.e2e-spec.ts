@@ -1,0 +1,208 @@
+/** @jest-environment ./test/support/native-typed-arrays.environment.js */
+import { createSocket } from 'dgram';
+import { XiaozhiMqttServer } from '../../src/xiaozhi/mqtt/xiaozhi-mqtt.server';
+import { sine } from '../support/scripted-speech-server';
+import { MqttXiaozhiDevice, sealUplink } from '../support/xiaozhi/mqtt-device';
+import { DEVICE_TOKEN, startXiaozhiStack, XiaozhiStack } from '../support/xiaozhi/xiaozhi-stack';
+
+const OUTPUT_RATE = 24_000;
+const halfSecond = () => ({ samples: sine(440, 0.5, OUTPUT_RATE) });
+const agent = { Authorization: `Bearer ${DEVICE_TOKEN}`, 'Content-Type': 'application/json' };
+
+/**
+ * xiaozhi devices over MQTT + UDP (`main/protocols/mqtt_protocol.cc`), simulated by a real MQTT
+ * client and a UDP socket with AES-CTR, against the gateway's embedded MQTT server: the
+ * configuration answer's credentials, the hello's UDP channel, a spoken turn answered as
+ * encrypted Opus, the fleet, and what is refused or dropped.
+ */
+describe('xiaozhi devices over MQTT + UDP', () => {
+  let stack: XiaozhiStack;
+  let server: XiaozhiMqttServer;
+  const devices: MqttXiaozhiDevice[] = [];
+
+  beforeAll(async () => {
+    stack = await startXiaozhiStack({ VAD_SILENCE_MS: 500, XIAOZHI_MQTT_PORT: 0, XIAOZHI_MQTT_HOST: '127.0.0.1', XIAOZHI_TRANSPORT: 'mqtt' });
+    server = stack.gateway.app.get(XiaozhiMqttServer);
+  });
+
+  afterEach(() => {
+    stack.llm.reset();
+    stack.stt.reset();
+    stack.tts.reset();
+  });
+
+  afterAll(async () => {
+    await Promise.all(devices.splice(0).map((device) => device.close()));
+    await stack?.close();
+  });
+
+  async function boot(deviceId: string): Promise<MqttXiaozhiDevice> {
+    const device = new MqttXiaozhiDevice({ deviceId });
+    devices.push(device);
+    const answer = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    expect(answer.status).toBe(200);
+    return device;
+  }
+
+  async function metric(event: string): Promise<number> {
+    const text = await (await fetch(stack.gateway.http('/metrics'), { headers: agent })).text();
+    const match = new RegExp(`gateway_voice_events_total\\{protocol="xiaozhi",event="${event}"\\} (\\d+)`).exec(text);
+    return match ? Number(match[1]) : 0;
+  }
+
+  const waitFor = async (check: () => boolean | Promise<boolean>, timeoutMs = 3000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error('Timed out');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+
+  it("answers the configuration request with an mqtt section: the endpoint and the device's own credentials", async () => {
+    const device = await boot('aa:bb:cc:10:00:01');
+    const other = await boot('aa:bb:cc:10:00:02');
+    expect(device.configuration.hasMqtt).toBe(true);
+    expect(device.configuration.hasWebsocket).toBe(false);
+    expect(device.configuration.mqtt).toEqual({
+      endpoint: `127.0.0.1:${server.port}`,
+      client_id: 'aa:bb:cc:10:00:01',
+      username: 'aa:bb:cc:10:00:01',
+      password: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      publish_topic: 'xiaozhi/aa:bb:cc:10:00:01/up',
+      keepalive: 240,
+    });
+    expect(other.configuration.mqtt.password).not.toBe(device.configuration.mqtt.password);
+  });
+
+  it("refuses a wrong password, and another device's", async () => {
+    const device = await boot('aa:bb:cc:10:00:03');
+    const other = await boot('aa:bb:cc:10:00:04');
+    const before = await metric('mqtt_bad_credentials');
+    await expect(device.connect({ password: 'wrong' })).rejects.toThrow(/Bad username or password|Connection refused/i);
+    await expect(device.connect({ password: String(other.configuration.mqtt.password) })).rejects.toThrow();
+    expect(await metric('mqtt_bad_credentials')).toBe(before + 2);
+  });
+
+  it('opens the audio channel with a udp block, hears a spoken question and speaks the answer as encrypted UDP Opus; the device is in the fleet and a push is spoken', async () => {
+    const device = await boot('aa:bb:cc:10:00:05');
+    await device.connect();
+    const hello = await device.openAudioChannel();
+    expect(hello).toMatchObject({
+      type: 'hello',
+      transport: 'udp',
+      session_id: expect.any(String),
+      audio_params: { format: 'opus', sample_rate: OUTPUT_RATE, channels: 1, frame_duration: 60 },
+      udp: { server: '127.0.0.1', port: server.udpPort, key: expect.stringMatching(/^[0-9a-f]{32}$/), nonce: expect.stringMatching(/^0100[0-9a-f]{28}$/) },
+    });
+    stack.stt.reply({ text: 'what time is it' });
+    stack.llm.reply({ text: 'It is noon.' });
+    stack.tts.reply(halfSecond());
+    await device.listen('auto');
+    await device.say('what time is it');
+    expect(await device.next<any>('stt', undefined, 10_000)).toMatchObject({ text: 'what time is it', session_id: device.sessionId });
+    await device.next('tts', (message: any) => message.state === 'stop', 10_000);
+    await waitFor(() => device.audio.length >= 9);
+    expect(device.decodedSamples()).toBeGreaterThanOrEqual(0.5 * OUTPUT_RATE);
+    expect(stack.stt.requests).toHaveLength(1);
+
+    const listed = (await (await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:05'), { headers: agent })).json()) as any;
+    expect(listed).toMatchObject({ id: 'aa:bb:cc:10:00:05', protocol: 'xiaozhi', user_agent: 'bread-compact-wifi/2.4.2' });
+    stack.tts.reply(halfSecond());
+    const heard = device.audio.length;
+    const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:05/say'), {
+      method: 'POST',
+      headers: agent,
+      body: JSON.stringify({ text: 'Dinner is ready.' }),
+    });
+    expect(said.status).toBe(200);
+    expect(await said.json()).toMatchObject({ delivered: 'spoken' });
+    await device.next('tts', (message: any) => message.state === 'sentence_start' && message.text === 'Dinner is ready.', 5000);
+    await waitFor(() => device.audio.length >= heard + 9);
+  });
+
+  it('drops short, unknown, replayed, old and foreign datagrams, and counts them and the gaps', async () => {
+    const device = await boot('aa:bb:cc:10:00:06');
+    await device.connect();
+    await device.openAudioChannel();
+    const silence = Buffer.from([0xf8, 0xff, 0xfe]);
+    const first = device.sendPacket(silence);
+    // The first packet settles the session's address before the stranger's comes.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const counts = {
+      malformed: await metric('udp_malformed'),
+      unknown: await metric('udp_unknown_session'),
+      replayed: await metric('udp_replayed'),
+      foreign: await metric('udp_foreign_address'),
+      gap: await metric('udp_gap'),
+    };
+    device.sendRaw(Buffer.from([1, 0, 0]));
+    const { key, nonce } = device.channel!;
+    const strangerNonce = Buffer.from(nonce);
+    strangerNonce.writeUInt32BE((nonce.readUInt32BE(4) ^ 0xffffffff) >>> 0, 4);
+    device.sendRaw(sealUplink(key, strangerNonce, silence, 0, 1));
+    device.sendRaw(first);
+    const stranger = createSocket('udp4');
+    await new Promise<void>((resolve) => stranger.send(sealUplink(key, nonce, silence, 0, 50), device.channel!.port, '127.0.0.1', () => resolve()));
+    stranger.close();
+    device.sendPacket(silence);
+    device.sendPacket(silence);
+    device.sendRaw(sealUplink(key, nonce, silence, 0, 10));
+    device.sendRaw(sealUplink(key, nonce, silence, 0, 9));
+    await waitFor(async () => (await metric('udp_replayed')) >= counts.replayed + 2, 3000);
+    expect(await metric('udp_malformed')).toBe(counts.malformed + 1);
+    expect(await metric('udp_unknown_session')).toBe(counts.unknown + 1);
+    expect(await metric('udp_foreign_address')).toBe(counts.foreign + 1);
+    expect(await metric('udp_gap')).toBe(counts.gap + 1);
+  });
+
+  it('refuses a publish to another topic, a subscription and non-JSON; a goodbye closes the channel and a new hello opens another', async () => {
+    const device = await boot('aa:bb:cc:10:00:07');
+    await device.connect();
+    const hello = await device.openAudioChannel();
+    const sessions = server.audioSessions;
+    await device.goodbye();
+    await waitFor(() => server.audioSessions === sessions - 1);
+    const again = await device.openAudioChannel();
+    expect(again.udp.key).not.toBe(hello.udp.key);
+    const notJson = await metric('mqtt_not_json');
+    await device.publish('not json');
+    await waitFor(async () => (await metric('mqtt_not_json')) === notJson + 1);
+    expect(device.mqtt!.connected).toBe(true);
+
+    const topic = await metric('mqtt_refused_topic');
+    const closed = new Promise((resolve) => device.mqtt!.once('close', () => resolve(undefined)));
+    await device.publish('{"type":"listen","state":"start"}', 'xiaozhi/aa:bb:cc:10:00:01/up');
+    await closed;
+    expect(await metric('mqtt_refused_topic')).toBe(topic + 1);
+    await waitFor(() => server.audioSessions === sessions - 1);
+
+    const subscriber = await boot('aa:bb:cc:10:00:08');
+    await subscriber.connect();
+    const refused = await subscriber.mqtt!.subscribeAsync('xiaozhi/#').then(
+      (granted) => granted.every((grant) => grant.qos === 128),
+      () => true,
+    );
+    expect(refused).toBe(true);
+  });
+
+  it('answers bad messages with an alert; a hello it cannot serve gets a goodbye of its own and the MQTT connection ends', async () => {
+    const device = await boot('aa:bb:cc:10:00:09');
+    await device.connect();
+    await device.openAudioChannel();
+    await device.publish(`{"session_id":"${device.sessionId}","type":"listen","state":"start","mode":"bogus"}`);
+    expect(await device.next<any>('alert')).toMatchObject({ status: 'error', message: expect.stringMatching(/mode/) });
+    await device.publish('{"type":"hello","transport":"websocket"}');
+    expect(await device.next<any>('alert')).toMatchObject({ message: expect.stringMatching(/transport must be "udp"/) });
+
+    const unsupported = await boot('aa:bb:cc:10:00:0a');
+    await unsupported.connect();
+    const closed = new Promise((resolve) => unsupported.mqtt!.once('close', () => resolve(undefined)));
+    await unsupported.publish(
+      '{"type":"hello","version":3,"transport":"udp","audio_params":{"format":"opus","sample_rate":8000,"channels":1,"frame_duration":60}}',
+    );
+    expect(await unsupported.next<any>('alert')).toMatchObject({ status: 'error' });
+    const goodbye = await unsupported.next<any>('goodbye');
+    expect(goodbye.session_id).toEqual(expect.any(String));
+    await closed;
+  });
+});
