@@ -61,7 +61,7 @@ const SUITES = {
             idle: { devices: 20 },
             warmup: { devices: 0, rounds: 0 },
             baseline: { rounds: 1, repeats: 1 },
-            pauses: { idleWindowMs: 500, settleMs: 200 },
+            pauses: { idleWindowMs: 500, settleMs: 200, idleSettleMs: 500 },
           }
         : {
             single: { rounds: 12 },

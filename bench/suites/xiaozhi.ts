@@ -29,7 +29,7 @@ export interface XiaozhiOptions {
   /** Rounds (after one warm-up) and exchanges per round of the libopus + VAD baseline. */
   baseline: { rounds: number; repeats: number };
   /** Pauses (see `idleWindowMs`, `settleMs`), short in smoke mode. */
-  pauses?: { idleWindowMs: number; settleMs: number };
+  pauses?: { idleWindowMs: number; settleMs: number; idleSettleMs: number };
 }
 
 /** What the device says, and the model's answer: two sentences, so the answer's speech is streamed sentence by sentence. */
@@ -58,6 +58,12 @@ const CONNECT_CONCURRENCY = 50;
  */
 let idleWindowMs = 4000;
 let settleMs = 1000;
+/**
+ * How long idle devices settle before the memory they cost is read: long enough for the memory of
+ * thousands of configuration requests (HTTP parsing, Express; given back to the system within
+ * seconds, not kept per device) to be returned.
+ */
+let idleSettleMs = 20_000;
 /** xiaozhi-esp32-server as its users report it: about 30 devices on 4 cores; the issue aims for ten times that per core. */
 const PEER_DEVICES_PER_CORE = 30 / 4;
 const TARGET_DEVICES_PER_CORE = 10 * PEER_DEVICES_PER_CORE;
@@ -112,7 +118,7 @@ interface Providers {
   tts: SentenceSpeechServer;
 }
 
-/** `BENCH_CPU_PROF_DIR`: every gateway the suite starts writes a V8 CPU profile there when it stops, as in the fleet suite. */
+/** `BENCH_CPU_PROF_DIR`: every server (gateway and bare) the suite starts writes a V8 CPU profile there when it stops, as in the fleet suite. */
 function profiled(spec: ServerSpec): ServerSpec {
   const dir = process.env.BENCH_CPU_PROF_DIR;
   return dir ? { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...spec.args] } : spec;
@@ -136,12 +142,13 @@ const voiceGateway = (providers: Providers, maxConnections: number) => (port: nu
   });
 
 /** The baseline (bench/servers/bare-xiaozhi-server.ts): the same audio work and pacing, nothing else; its answer from `answerFile`. */
-const bareServer = (answerFile: string) => (): ServerSpec => ({
-  name: 'bare xiaozhi',
-  args: [join(BENCH_BUILD, 'servers', 'bare-xiaozhi-server.js')],
-  env: { BENCH_TOKEN, BENCH_XIAOZHI_ANSWER: answerFile },
-  preload: [join(BENCH_BUILD, 'support', 'loop-probe.js')],
-});
+const bareServer = (answerFile: string) => (): ServerSpec =>
+  profiled({
+    name: 'bare xiaozhi',
+    args: [join(BENCH_BUILD, 'servers', 'bare-xiaozhi-server.js')],
+    env: { BENCH_TOKEN, BENCH_XIAOZHI_ANSWER: answerFile },
+    preload: [join(BENCH_BUILD, 'support', 'loop-probe.js')],
+  });
 
 /** What the bare server says: the transcript and the answer's sentences, written for it to read. */
 function writeAnswer(conversation: Conversation, dir: string): string {
@@ -204,8 +211,9 @@ const deviceIds = (run: number, count: number) =>
 let runs = 0;
 
 /** Boots `count` devices on `server` in `swarm`. */
-async function boot(swarm: XiaozhiSwarm, server: ServerProcess, count: number): Promise<void> {
+async function boot(swarm: XiaozhiSwarm, server: ServerProcess, count: number, direct?: { token: string }): Promise<void> {
   await swarm.connect({
+    direct,
     baseUrl: `http://127.0.0.1:${server.port}`,
     ids: deviceIds(++runs, count),
     concurrency: CONNECT_CONCURRENCY,
@@ -508,15 +516,19 @@ async function idleMemory(server: ServerProcess, devices: number, connect: () =>
 
 /** `devices` xiaozhi devices after their hello, then as many LLM-gateway devices (`/` with `Device-Id`), each on a fresh gateway with the same settings. */
 async function measureIdle(providers: Providers, devices: number) {
-  const xiaozhi = await withServer(voiceGateway(providers, devices + 100), (server) =>
-    withXiaozhiSwarm((swarm) =>
-      idleMemory(server, devices, async () => {
-        await boot(swarm, server, devices);
-        await sleep(2 * settleMs);
-        return swarm.count();
-      }),
-    ),
-  );
+  const xiaozhiIdle = (direct?: { token: string }) =>
+    withServer(voiceGateway(providers, devices + 100), (server) =>
+      withXiaozhiSwarm((swarm) =>
+        idleMemory(server, devices, async () => {
+          await boot(swarm, server, devices, direct);
+          await sleep(idleSettleMs);
+          return swarm.count();
+        }),
+      ),
+    );
+  const xiaozhi = await xiaozhiIdle();
+  // The same devices configured by hand, without the configuration request: what the gateway keeps of that request (its boot record).
+  const withoutConfiguration = await xiaozhiIdle({ token: BENCH_TOKEN });
   const llmGateway = await withServer(voiceGateway(providers, devices + 100), (server) =>
     withSwarms(1, ([swarm]) =>
       idleMemory(server, devices, async () => {
@@ -531,12 +543,12 @@ async function measureIdle(providers: Providers, devices: number) {
           concurrency: CONNECT_CONCURRENCY,
           timeoutMs: CONNECT_TIMEOUT_MS,
         });
-        await sleep(2 * settleMs);
+        await sleep(idleSettleMs);
         return swarm.count();
       }),
     ),
   );
-  return { xiaozhi, llmGateway };
+  return { xiaozhi, withoutConfiguration, llmGateway };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,6 +569,7 @@ async function measureIdle(providers: Providers, devices: number) {
 export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
   idleWindowMs = options.pauses?.idleWindowMs ?? idleWindowMs;
   settleMs = options.pauses?.settleMs ?? settleMs;
+  idleSettleMs = options.pauses?.idleSettleMs ?? idleSettleMs;
   const parts = new Set((process.env.BENCH_XIAOZHI_PARTS || 'single,scale,idle').split(','));
   const steps = process.env.BENCH_XIAOZHI_STEPS ? process.env.BENCH_XIAOZHI_STEPS.split(',').map(Number) : options.scale.steps;
   const conversation = await prepare();
@@ -688,6 +701,7 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
         figure: 'xiaozhi_idle_memory',
         devices: options.idle.devices,
         xiaozhi: idle.xiaozhi,
+        xiaozhi_without_configuration_request: idle.withoutConfiguration,
         llm_gateway_device: idle.llmGateway,
         ratio: {
           rss_per_device: ratio(idle.xiaozhi.rss_bytes_per_device, idle.llmGateway.rss_bytes_per_device),

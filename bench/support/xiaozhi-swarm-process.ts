@@ -29,9 +29,20 @@ function send(answer: XiaozhiAnswer | { type: 'ready' }, id?: number): void {
 }
 
 /** Boots one device; resolves with the milliseconds from the configuration request to the server's hello. */
-async function boot(baseUrl: string, id: string): Promise<number> {
+async function boot(baseUrl: string, id: string, direct?: { token: string }): Promise<number> {
   const start = nowMs();
   const clientId = randomUUID();
+  const config = direct
+    ? { websocket: { url: `${baseUrl.replace(/^http/, 'ws')}/xiaozhi/v1/`, token: direct.token } }
+    : await configurationOf(baseUrl, id, clientId);
+  const { url, token } = config.websocket ?? {};
+  if (!url || !token) throw new Error(`the configuration answer names no WebSocket and token: ${JSON.stringify(config).slice(0, 300)}`);
+  await open(url, token, id, clientId);
+  return nowMs() - start;
+}
+
+/** The configuration request (`main/ota.cc`): a POST with the board's description, answered with the WebSocket URL and token. */
+async function configurationOf(baseUrl: string, id: string, clientId: string): Promise<{ websocket?: { url?: string; token?: string } }> {
   const response = await fetch(`${baseUrl}/xiaozhi/ota/`, {
     method: 'POST',
     headers: { 'device-id': id, 'client-id': clientId, 'user-agent': 'bench-board/1.0.0', 'accept-language': 'en-US', 'content-type': 'application/json' },
@@ -39,9 +50,11 @@ async function boot(baseUrl: string, id: string): Promise<number> {
   });
   if (response.status !== 200)
     throw new Error(`the configuration request of ${id} was answered HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`);
-  const config = (await response.json()) as { websocket?: { url?: string; token?: string } };
-  const { url, token } = config.websocket ?? {};
-  if (!url || !token) throw new Error(`the configuration answer names no WebSocket and token: ${JSON.stringify(config).slice(0, 300)}`);
+  return (await response.json()) as { websocket?: { url?: string; token?: string } };
+}
+
+/** Opens the device's session at `url` with `token` and says hello; resolves once the server's hello came. */
+async function open(url: string, token: string, id: string, clientId: string): Promise<void> {
   const socket = new WebSocket(url, {
     headers: { authorization: token.includes(' ') ? token : `Bearer ${token}`, 'protocol-version': '1', 'device-id': id, 'client-id': clientId },
     perMessageDeflate: false,
@@ -74,7 +87,6 @@ async function boot(baseUrl: string, id: string): Promise<number> {
     socket.once('unexpected-response', (_request, answer) => reject(new Error(`${url} refused the upgrade: HTTP ${answer.statusCode}`)));
     socket.once('close', (code, reason) => reject(new Error(`the connection closed (${code} ${reason}) before the server's hello`)));
   });
-  return nowMs() - start;
 }
 
 async function connect(command: Extract<XiaozhiCommand, { type: 'connect' }>): Promise<XiaozhiAnswer> {
@@ -85,7 +97,7 @@ async function connect(command: Extract<XiaozhiCommand, { type: 'connect' }>): P
     while (next < command.ids.length && !failure) {
       const id = command.ids[next++];
       try {
-        latenciesMs.push(await boot(command.baseUrl, id));
+        latenciesMs.push(await boot(command.baseUrl, id, command.direct));
       } catch (error) {
         failure ??= error as Error;
       }

@@ -12,6 +12,8 @@ export type XiaozhiCommand =
       ids: string[];
       concurrency: number;
       timeoutMs: number;
+      /** Skips the configuration request and connects to `<baseUrl>/xiaozhi/v1/` with `token` (a device configured by hand). */
+      direct?: { token: string };
     }
   | {
       type: 'talk';
