@@ -154,14 +154,12 @@ const http = createServer((request, response) => {
   if (request.method === 'POST' && request.url?.startsWith('/xiaozhi/ota')) {
     request.resume();
     request.on('end', () =>
-      response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            websocket: { url: `ws://${request.headers.host}/xiaozhi/v1/`, token: TOKEN },
-            server_time: { timestamp: Date.now(), timezone_offset: 0 },
-          }),
-        ),
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          websocket: { url: `ws://${request.headers.host}/xiaozhi/v1/`, token: TOKEN },
+          server_time: { timestamp: Date.now(), timezone_offset: 0 },
+        }),
+      ),
     );
   } else response.writeHead(404).end();
 });
