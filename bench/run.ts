@@ -57,15 +57,15 @@ const SUITES = {
       smoke
         ? {
             single: { rounds: 0 },
-            scale: { steps: [2], rounds: 1, lateShare: 0.01 },
+            scale: { steps: [2], rounds: 1, lateShare: 0.01, latencyDevices: 2 },
             idle: { devices: 20 },
             warmup: { devices: 0, rounds: 0 },
             baseline: { rounds: 1, repeats: 1 },
             pauses: { idleWindowMs: 500, settleMs: 200, idleSettleMs: 500 },
           }
         : {
-            single: { rounds: 12 },
-            scale: { steps: [10, 50, 75, 100, 150, 200, 300], rounds: 3, lateShare: 0.01 },
+            single: { rounds: 20 },
+            scale: { steps: [10, 20, 30, 40, 50, 75, 100, 150, 200, 300], rounds: 3, lateShare: 0.01, latencyDevices: 100 },
             idle: { devices: 5000 },
             warmup: { devices: 4, rounds: 1 },
             baseline: { rounds: 5, repeats: 10 },

@@ -21,7 +21,7 @@ export interface XiaozhiOptions {
    * Devices in continuous conversation at once, each count on a gateway of its own, upward;
    * stepping stops one step after the share of late reply frames first crosses `lateShare`.
    */
-  scale: { steps: number[]; rounds: number; lateShare: number };
+  scale: { steps: number[]; rounds: number; lateShare: number; latencyDevices: number };
   /** Idle devices (hello done, nothing said) on one gateway, against as many idle LLM-gateway devices. */
   idle: { devices: number };
   /** Exchanges of untimed warm-up on each gateway before it is measured (JIT, the VAD model's load). */
@@ -278,6 +278,9 @@ interface RunFigures {
   exchanges: { done: number; failed: number; problems: string[] };
   /** From the packet carrying the end of speech to the first reply frame, at the device. */
   end_of_speech_to_first_frame_ms: { p50: number; p99: number; max: number };
+  /** The same, for each device's first answer (its encoder and resampler made then) and for the answers after it. */
+  first_answer_ms: { p50: number; p99: number; max: number };
+  later_answers_ms: { p50: number; p99: number; max: number };
   /** The same minus the VAD's silence (`VAD_SILENCE_MS`, 700 ms), which the gateway waits by design. */
   minus_vad_silence_ms: { p50: number; p99: number; max: number };
   /** Its parts: end of speech to `stt` (silence, the upload, the transcript), `stt` to the first frame (turn, model, synthesis, first encode). */
@@ -442,6 +445,8 @@ function figuresOf(
     rounds,
     exchanges: { done: done.length, failed, problems },
     end_of_speech_to_first_frame_ms: latencySpread,
+    first_answer_ms: spread(done.filter((exchange) => exchange.round === 0).map((exchange) => exchange.firstFrameAt - exchange.lastSpeechAt)),
+    later_answers_ms: spread(done.filter((exchange) => exchange.round > 0).map((exchange) => exchange.firstFrameAt - exchange.lastSpeechAt)),
     minus_vad_silence_ms: spread(latency.map((ms) => ms - VAD_SILENCE_MS)),
     to_stt_ms: spread(done.map((exchange) => exchange.sttAt - exchange.lastSpeechAt)),
     stt_to_first_frame_ms: spread(done.map((exchange) => exchange.firstFrameAt - exchange.sttAt)),
@@ -613,14 +618,16 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
       return { gateway: gatewayRun, bare: baselineRun };
     };
     const measured: { gateway: RunFigures; bare: RunFigures }[] = [];
+    let held: number | undefined;
     if (parts.has('single') && options.single.rounds > 0) measured.push(await pair(1, options.single.rounds));
     if (parts.has('scale')) {
       let crossedAt: number | undefined;
       for (const devices of steps) {
+        // One step past the crossing shows the trend; more would only overload. The latency figure's count is measured whatever happens.
+        if (crossedAt !== undefined && steps.indexOf(devices) > steps.indexOf(crossedAt) + 1 && devices !== options.scale.latencyDevices) continue;
         const run = await pair(devices, options.scale.rounds);
         measured.push(run);
-        if (crossedAt !== undefined) break; // one step past the crossing shows the trend; more would only overload
-        if (run.gateway.frames.late_share > options.scale.lateShare || run.gateway.exchanges.failed > 0) crossedAt = devices;
+        if (crossedAt === undefined && (run.gateway.frames.late_share > options.scale.lateShare || run.gateway.exchanges.failed > 0)) crossedAt = devices;
       }
       const steady = measured.filter((run) => run.gateway.devices > 1);
       const holds = (run: RunFigures) => run.frames.late_share <= options.scale.lateShare && run.exchanges.failed === 0;
@@ -637,12 +644,16 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
         waited_for_cpu_ms_per_s: run.machine.server_waited_for_cpu_ms_per_s,
         cpu_pressure_share: run.machine.cpu_pressure_share,
       });
-      const held = capacity('gateway');
+      held = capacity('gateway');
       emit({
         figure: 'xiaozhi_scale',
         late_share_threshold: options.scale.lateShare,
         steps: steady.map((run) => ({ devices: run.gateway.devices, gateway: step(run.gateway), bare: step(run.bare) })),
         devices_held: { gateway: held, bare: capacity('bare') },
+        /** Share of a core per device at the largest count held (its CPU while talking, divided by the devices). */
+        gateway_cores_per_device_at_that: held
+          ? round(steady.find((run) => run.gateway.devices === held)!.gateway.process.cores_while_talking / held, 4)
+          : null,
         crossed_at: crossedAt ?? null,
         target: { peer_devices_per_core: PEER_DEVICES_PER_CORE, devices_per_core: TARGET_DEVICES_PER_CORE, met: held >= TARGET_DEVICES_PER_CORE },
       });
@@ -650,7 +661,8 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
     if (measured.length > 0) {
       const latencyRuns = [
         measured.find((run) => run.gateway.devices === 1),
-        measured.find((run) => run.gateway.devices === 100) ?? measured.filter((run) => run.gateway.devices > 1).at(-1),
+        held && held !== options.scale.latencyDevices ? measured.find((run) => run.gateway.devices === held) : undefined,
+        measured.find((run) => run.gateway.devices === options.scale.latencyDevices) ?? measured.filter((run) => run.gateway.devices > 1).at(-1),
       ];
       const latencyOf = (run: RunFigures) => ({
         exchanges: run.exchanges.done,
