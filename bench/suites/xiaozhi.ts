@@ -623,15 +623,24 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
     if (parts.has('scale')) {
       let crossedAt: number | undefined;
       for (const devices of steps) {
-        // One step past the crossing shows the trend; more would only overload. The latency figure's count is measured whatever happens.
-        if (crossedAt !== undefined && steps.indexOf(devices) > steps.indexOf(crossedAt) + 1 && devices !== options.scale.latencyDevices) continue;
+        // Every step up to the latency figure's count (a noisy moment of the machine can push one step over the threshold); past it, one
+        // step past the crossing shows the trend, and more would only overload.
+        if (crossedAt !== undefined && devices > options.scale.latencyDevices && steps.indexOf(devices) > steps.indexOf(crossedAt) + 1) break;
         const run = await pair(devices, options.scale.rounds);
         measured.push(run);
         if (crossedAt === undefined && (run.gateway.frames.late_share > options.scale.lateShare || run.gateway.exchanges.failed > 0)) crossedAt = devices;
       }
       const steady = measured.filter((run) => run.gateway.devices > 1);
       const holds = (run: RunFigures) => run.frames.late_share <= options.scale.lateShare && run.exchanges.failed === 0;
-      const capacity = (which: 'gateway' | 'bare') => Math.max(0, ...steady.filter((run) => holds(run[which])).map((run) => run[which].devices));
+      /** The largest count below which every step held (a step that held above one that did not is noise, reported but not counted). */
+      const capacity = (which: 'gateway' | 'bare') => {
+        let count = 0;
+        for (const run of steady) {
+          if (!holds(run[which])) break;
+          count = run[which].devices;
+        }
+        return count;
+      };
       const step = (run: RunFigures) => ({
         late_share: run.frames.late_share,
         underrun_share: run.frames.underrun_share,
