@@ -8,6 +8,7 @@ import { benchLlmTurn } from './suites/llm-turn';
 import { benchPeer } from './suites/peer';
 import { benchTokensFile } from './suites/tokens-file';
 import { benchToolCalls } from './suites/tool-calls';
+import { benchXiaozhi } from './suites/xiaozhi';
 
 /**
  * `npm run bench`: every figure of BENCHMARKS.md, one JSON line each on stdout. `--smoke` runs
@@ -51,6 +52,25 @@ const SUITES = {
   holding: (smoke: boolean) =>
     benchHolding(smoke ? { devices: 5, pushes: 4, chars: 200, concurrency: 4 } : { devices: 200, pushes: 16, chars: 2000, concurrency: 16 }),
   audio: (smoke: boolean) => benchAudio(smoke ? { rounds: 1, repeats: 1 } : { rounds: 5, repeats: 10 }),
+  xiaozhi: (smoke: boolean) =>
+    benchXiaozhi(
+      smoke
+        ? {
+            single: { rounds: 0 },
+            scale: { steps: [2], rounds: 1, lateShare: 0.01, latencyDevices: 2 },
+            idle: { devices: 20 },
+            warmup: { devices: 0, rounds: 0 },
+            baseline: { rounds: 1, repeats: 1 },
+            pauses: { idleWindowMs: 500, settleMs: 200, idleSettleMs: 500 },
+          }
+        : {
+            single: { rounds: 20 },
+            scale: { steps: [10, 20, 30, 40, 50, 75, 100, 150, 200, 300], rounds: 3, lateShare: 0.01, latencyDevices: 100 },
+            idle: { devices: 5000 },
+            warmup: { devices: 4, rounds: 1 },
+            baseline: { rounds: 5, repeats: 10 },
+          },
+    ),
 };
 type SuiteName = keyof typeof SUITES;
 

@@ -34,6 +34,95 @@ async function resampled(samples: Int16Array, from: number, to: number): Promise
   return out;
 }
 
+/** One spoken exchange of a device: what its session decodes and listens to, and what it says back. */
+export interface ExchangeAudio {
+  /** The device's packets the session decodes and runs through the VAD (up to where the VAD ends the utterance). */
+  packets: Uint8Array[];
+  /** The answer's sentences, as the synthesizer sends them, each resampled, framed (its last frame padded) and encoded. */
+  sentences: { samples: Int16Array; sampleRate: number }[];
+}
+
+/** What the building blocks alone spend on one {@link ExchangeAudio}, CPU microseconds (median of the rounds). */
+export interface ExchangeCost {
+  uplinkMicros: number;
+  downlinkMicros: number;
+  uplinkSeconds: number;
+  downlinkSeconds: number;
+}
+
+/** The index of the packet at which the VAD (the gateway's default settings) ends the utterance, or -1 if it does not. */
+export async function speechEndPacket(packets: Uint8Array[]): Promise<number> {
+  const detector = new VoiceActivityDetector(VAD);
+  const decoder = new OpusDecoder(UPLINK_RATE);
+  let heard = false;
+  try {
+    for (let index = 0; index < packets.length; index += 1) {
+      for (const event of await detector.push(decoder.decode(packets[index]).slice())) {
+        if (event.type === 'speech-start') heard = true;
+        else if (heard) return index;
+      }
+    }
+    return -1;
+  } finally {
+    decoder.free();
+  }
+}
+
+/**
+ * The baseline of a device session's CPU (bench/suites/xiaozhi.ts), the same blocks as
+ * {@link benchAudio} doing exactly one exchange's work, `repeats` exchanges a round: the uplink
+ * packets decoded and run through Silero VAD (the detector reset between utterances, as a
+ * session does), the answer's sentences resampled to 24 kHz in 0.1 s pieces, framed and encoded,
+ * each sentence ending on a padded frame. One warm-up round, then the median of `rounds`.
+ */
+export async function measureExchangeBaseline(audio: ExchangeAudio, rounds: number, repeats: number): Promise<ExchangeCost> {
+  const uplink: number[] = [];
+  const downlink: number[] = [];
+  for (let round = 0; round <= rounds; round += 1) {
+    const detector = new VoiceActivityDetector(VAD);
+    const decoder = new OpusDecoder(UPLINK_RATE);
+    let start = process.cpuUsage();
+    for (let repeat = 0; repeat < repeats; repeat += 1) {
+      detector.reset();
+      for (const packet of audio.packets) await detector.push(decoder.decode(packet).slice());
+    }
+    const uplinkMicros = cpuMicros(start);
+    decoder.free();
+
+    start = process.cpuUsage();
+    let resampler: Awaited<ReturnType<typeof Resampler.open>> | undefined;
+    const framer = new PcmFramer((DOWNLINK_RATE * FRAME_MS) / 1000);
+    const encoder = new OpusEncoder({ sampleRate: DOWNLINK_RATE, frameDurationMs: FRAME_MS });
+    for (let repeat = 0; repeat < repeats; repeat += 1) {
+      for (const sentence of audio.sentences) {
+        if (resampler?.fromRate !== sentence.sampleRate) {
+          resampler?.free();
+          resampler = await Resampler.open(sentence.sampleRate, DOWNLINK_RATE);
+        }
+        const piece = Math.round(sentence.sampleRate / 10);
+        for (let offset = 0; offset < sentence.samples.length; offset += piece)
+          for (const frame of framer.push(resampler.push(sentence.samples.subarray(offset, offset + piece)))) encoder.encode(frame);
+        for (const frame of framer.push(resampler.flush())) encoder.encode(frame);
+        const last = framer.flush();
+        if (last) encoder.encode(last);
+      }
+    }
+    const downlinkMicros = cpuMicros(start);
+    resampler?.free();
+    encoder.free();
+
+    if (round === 0) continue;
+    uplink.push(uplinkMicros / repeats);
+    downlink.push(downlinkMicros / repeats);
+  }
+  return {
+    uplinkMicros: median(uplink),
+    downlinkMicros: median(downlink),
+    uplinkSeconds: (audio.packets.length * FRAME_MS) / 1000,
+    downlinkSeconds: audio.sentences.reduce((sum, sentence) => sum + sentence.samples.length / sentence.sampleRate, 0),
+  };
+}
+
 /**
  * What a voice device's audio costs with the chosen building blocks, per second of audio: the
  * uplink (16 kHz Opus packets decoded and run through Silero VAD) and the downlink (speech

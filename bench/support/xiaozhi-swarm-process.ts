@@ -1,0 +1,259 @@
+import { randomUUID } from 'crypto';
+import { monitorEventLoopDelay } from 'perf_hooks';
+import { WebSocket } from 'ws';
+import type { Exchange, XiaozhiAnswer, XiaozhiCommand } from './xiaozhi-swarm';
+
+/**
+ * A client process holding xiaozhi devices (bench/support/xiaozhi-swarm.ts starts it and drives it
+ * over IPC). Each device does what the firmware (78/xiaozhi-esp32) does: asks the configuration
+ * URL, opens the WebSocket it names with its token, sends its hello and waits for the server's;
+ * then, told to talk, sends `listen start` (auto mode) and its microphone's Opus packets one per
+ * 60 ms on an absolute schedule, until `tts start` comes; plays (here: stamps) the answer's frames
+ * until `tts stop`, and listens again at once. Times are this process's monotonic clock.
+ */
+const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+const FRAME_MS = 60;
+const LOOP_RESOLUTION_MS = 10;
+
+interface Device {
+  id: string;
+  socket: WebSocket;
+  onText?: (message: any) => void;
+  onBinary?: () => void;
+}
+
+const devices: Device[] = [];
+
+function send(answer: XiaozhiAnswer | { type: 'ready' }, id?: number): void {
+  process.send?.({ ...answer, id });
+}
+
+/** Boots one device; resolves with the milliseconds from the configuration request to the server's hello. */
+async function boot(baseUrl: string, id: string, direct?: { token: string }): Promise<number> {
+  const start = nowMs();
+  const clientId = randomUUID();
+  const config = direct
+    ? { websocket: { url: `${baseUrl.replace(/^http/, 'ws')}/xiaozhi/v1/`, token: direct.token } }
+    : await configurationOf(baseUrl, id, clientId);
+  const { url, token } = config.websocket ?? {};
+  if (!url || !token) throw new Error(`the configuration answer names no WebSocket and token: ${JSON.stringify(config).slice(0, 300)}`);
+  await open(url, token, id, clientId);
+  return nowMs() - start;
+}
+
+/** The configuration request (`main/ota.cc`): a POST with the board's description, answered with the WebSocket URL and token. */
+async function configurationOf(baseUrl: string, id: string, clientId: string): Promise<{ websocket?: { url?: string; token?: string } }> {
+  const response = await fetch(`${baseUrl}/xiaozhi/ota/`, {
+    method: 'POST',
+    headers: { 'device-id': id, 'client-id': clientId, 'user-agent': 'bench-board/1.0.0', 'accept-language': 'en-US', 'content-type': 'application/json' },
+    body: JSON.stringify({ application: { name: 'xiaozhi', version: '1.0.0' }, board: { type: 'bench-board' } }),
+  });
+  if (response.status !== 200)
+    throw new Error(`the configuration request of ${id} was answered HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  return (await response.json()) as { websocket?: { url?: string; token?: string } };
+}
+
+/** Opens the device's session at `url` with `token` and says hello; resolves once the server's hello came. */
+async function open(url: string, token: string, id: string, clientId: string): Promise<void> {
+  const socket = new WebSocket(url, {
+    headers: { authorization: token.includes(' ') ? token : `Bearer ${token}`, 'protocol-version': '1', 'device-id': id, 'client-id': clientId },
+    perMessageDeflate: false,
+  });
+  const device: Device = { id, socket };
+  devices.push(device);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () =>
+      socket.send(
+        JSON.stringify({
+          type: 'hello',
+          version: 1,
+          transport: 'websocket',
+          features: { mcp: false },
+          audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: FRAME_MS },
+        }),
+      ),
+    );
+    socket.once('message', (data: Buffer, binary: boolean) => {
+      const message = binary ? undefined : JSON.parse(data.toString());
+      if (message?.type !== 'hello' || message.audio_params?.frame_duration !== FRAME_MS)
+        return reject(new Error(`expected the server's hello, got ${binary ? 'audio' : data.toString().slice(0, 300)}`));
+      socket.on('message', (next: Buffer, isBinary: boolean) => {
+        if (isBinary) device.onBinary?.();
+        else device.onText?.(JSON.parse(next.toString()));
+      });
+      resolve();
+    });
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_request, answer) => reject(new Error(`${url} refused the upgrade: HTTP ${answer.statusCode}`)));
+    socket.once('close', (code, reason) => reject(new Error(`the connection closed (${code} ${reason}) before the server's hello`)));
+  });
+}
+
+async function connect(command: Extract<XiaozhiCommand, { type: 'connect' }>): Promise<XiaozhiAnswer> {
+  const latenciesMs: number[] = [];
+  let next = 0;
+  let failure: Error | undefined;
+  const worker = async () => {
+    while (next < command.ids.length && !failure) {
+      const id = command.ids[next++];
+      try {
+        latenciesMs.push(await boot(command.baseUrl, id, command.direct));
+      } catch (error) {
+        failure ??= error as Error;
+      }
+    }
+  };
+  const start = nowMs();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, command.timeoutMs)));
+  await Promise.race([Promise.all(Array.from({ length: Math.min(command.concurrency, command.ids.length) }, worker)), timeout]);
+  clearTimeout(timer);
+  if (!failure && latenciesMs.length < command.ids.length)
+    failure = new Error(`only ${latenciesMs.length} of ${command.ids.length} devices said hello within ${command.timeoutMs / 1000} s`);
+  return { type: 'connect', startMs: start, endMs: nowMs(), latenciesMs, error: failure && `${failure.message} (after ${latenciesMs.length} connected)` };
+}
+
+/**
+ * One exchange of `device`: listen, speak, hear the answer. Resolves when `tts stop` came, or
+ * with a problem once `maxPackets` went unanswered, the socket closed, or `deadline` passed.
+ */
+function exchange(
+  device: Device,
+  index: number,
+  round: number,
+  talk: Extract<XiaozhiCommand, { type: 'talk' }>,
+  audio: Buffer[],
+  silence: Buffer,
+  deadline: number,
+): Promise<Exchange> {
+  const record: Exchange = {
+    device: index,
+    round,
+    listenAt: -1,
+    lastSpeechAt: -1,
+    sttAt: -1,
+    llmAt: -1,
+    ttsStartAt: -1,
+    firstFrameAt: -1,
+    ttsStopAt: -1,
+    frames: [],
+    sentences: 0,
+    packetsSent: 0,
+  };
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    let over = false;
+    const finish = (problem?: string) => {
+      if (over) return;
+      over = true;
+      if (problem) record.problem ??= problem;
+      clearTimeout(timer);
+      clearTimeout(deadlineTimer);
+      device.onText = undefined;
+      device.onBinary = undefined;
+      device.socket.off('close', onClose);
+      resolve(record);
+    };
+    const onClose = (code: number) => finish(`the connection closed (${code})`);
+    device.socket.once('close', onClose);
+    const deadlineTimer = setTimeout(() => finish('the time ran out'), Math.max(0, deadline - nowMs()));
+
+    device.onText = (message) => {
+      const at = nowMs();
+      if (message.type === 'stt') {
+        record.sttAt = at;
+        if (message.text !== talk.transcript) record.problem ??= `stt said ${JSON.stringify(message.text)}`;
+      } else if (message.type === 'llm') {
+        record.llmAt = at;
+      } else if (message.type === 'tts' && message.state === 'start') {
+        record.ttsStartAt = at;
+        clearTimeout(timer); // the firmware stops sending its microphone when the answer starts
+      } else if (message.type === 'tts' && message.state === 'sentence_start') {
+        record.sentences += 1;
+      } else if (message.type === 'tts' && message.state === 'stop') {
+        record.ttsStopAt = at;
+        finish();
+      } else if (message.type === 'alert') {
+        record.problem ??= `alert: ${message.message}`;
+      }
+    };
+    device.onBinary = () => {
+      const at = nowMs();
+      if (record.ttsStartAt < 0 || record.ttsStopAt >= 0) {
+        record.problem ??= 'an audio frame outside tts start / stop';
+        return;
+      }
+      if (record.firstFrameAt < 0) record.firstFrameAt = at;
+      record.frames.push(Math.round((at - record.firstFrameAt) * 100) / 100);
+    };
+
+    device.socket.send(JSON.stringify({ session_id: '', type: 'listen', state: 'start', mode: 'auto' }));
+    record.listenAt = nowMs();
+    const tick = () => {
+      if (over || record.ttsStartAt >= 0) return;
+      const packet = record.packetsSent < audio.length ? audio[record.packetsSent] : silence;
+      device.socket.send(packet);
+      if (record.packetsSent === talk.lastSpeechPacket) record.lastSpeechAt = nowMs();
+      record.packetsSent += 1;
+      if (record.packetsSent >= talk.maxPackets) return finish(`no answer after ${talk.maxPackets} packets`);
+      timer = setTimeout(tick, Math.max(0, record.listenAt + record.packetsSent * FRAME_MS - nowMs()));
+    };
+    tick();
+  });
+}
+
+async function talk(command: Extract<XiaozhiCommand, { type: 'talk' }>): Promise<XiaozhiAnswer> {
+  const audio = command.packets.map((packet) => Buffer.from(packet, 'base64'));
+  const silence = Buffer.from(command.silencePacket, 'base64');
+  const start = nowMs();
+  const deadline = start + command.timeoutMs;
+  const delay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  delay.enable();
+  const exchanges: Exchange[] = [];
+  const open = devices.filter((device) => device.socket.readyState === WebSocket.OPEN);
+  await Promise.all(
+    open.map(async (device, index) => {
+      const offset = (index * command.spreadMs) / open.length;
+      await new Promise((resolve) => setTimeout(resolve, offset));
+      for (let round = 0; round < command.rounds && nowMs() < deadline; round += 1) {
+        const record = await exchange(device, index, round, command, audio, silence, deadline);
+        exchanges.push(record);
+        if (record.problem && device.socket.readyState !== WebSocket.OPEN) break;
+      }
+    }),
+  );
+  delay.disable();
+  // The histogram holds the timer's whole intervals: how late it fired is what exceeds the resolution.
+  const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - LOOP_RESOLUTION_MS);
+  return { type: 'talk', exchanges, loopDelayMs: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) } };
+}
+
+/** Closes with a TCP reset, as the fleet's swarm does: no TIME_WAIT left behind to exhaust the ports. */
+function reset(socket: WebSocket): void {
+  const tcp = (socket as unknown as { _socket?: { resetAndDestroy?: () => void } })._socket;
+  if (tcp?.resetAndDestroy) tcp.resetAndDestroy();
+  else socket.terminate();
+}
+
+async function handle(command: XiaozhiCommand): Promise<XiaozhiAnswer> {
+  switch (command.type) {
+    case 'connect':
+      return connect(command);
+    case 'talk':
+      return talk(command);
+    case 'count':
+      return { type: 'count', open: devices.filter((device) => device.socket.readyState === WebSocket.OPEN).length, total: devices.length };
+    case 'close':
+      devices.forEach((device) => reset(device.socket));
+      return { type: 'close' };
+  }
+}
+
+process.on('message', (message: XiaozhiCommand & { id: number }) => {
+  handle(message).then(
+    (answer) => send(answer, message.id),
+    (error: Error) => send({ type: 'failed', error: error.stack ?? String(error) }, message.id),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+send({ type: 'ready' });
