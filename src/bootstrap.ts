@@ -10,6 +10,7 @@ import { ProtocolRegistry } from './core/protocols/protocol-registry';
 import { GatewayWsAdapter } from './core/ws/gateway-ws.adapter';
 import { isLoopbackHost } from './shared/loopback';
 import { limitRequestHeaders } from './core/http/request-header-deadline';
+import { serveOpenApi } from './core/http/openapi';
 
 export interface GatewayAppOptions {
   /**
@@ -59,6 +60,7 @@ export async function createGatewayApp(rootModule: Type<unknown>, options: Gatew
   app.useLogger(new GatewayLogger(config.server));
   limitRequestHeaders(app.getHttpServer() as Server, config.server.requestHeaders);
   app.useWebSocketAdapter(new GatewayWsAdapter(app));
+  serveOpenApi(app, config);
   if (options.handleSignals !== false) stopOnSignals(app);
   summariseOnListening(app, config);
   return listeningWhereConfigured(app, config);

@@ -987,6 +987,14 @@ export class EnvironmentVariables {
   @IsBoolean()
   CONSOLE_ENABLED = true;
 
+  @Setting({
+    group: 'console',
+    about: 'The OpenAPI description of the HTTP routes at `/openapi.json`, and Swagger UI at `/openapi`; `false` turns both off.',
+  })
+  @BooleanFromEnv()
+  @IsBoolean()
+  OPENAPI_ENABLED = true;
+
   @Setting({ group: 'logging', about: "Least severe level logged, in any case: the spec's names (`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL`) or Nest's." })
   @Transform(({ value }) => String(value).trim().toUpperCase())
   @IsIn(LOG_LEVELS)

@@ -231,6 +231,8 @@ export interface GatewayConfig {
     reminders: { maxPerDevice: number; maxPerPrincipal: number; holdS: number; maxAheadS: number };
   };
   console: { enabled: boolean };
+  /** The OpenAPI description and Swagger UI (`OPENAPI_ENABLED`). */
+  openApi: { enabled: boolean };
   /** `/metrics` on its own listener when `port` is not 0, on `CLOUD_PORT` otherwise. */
   metrics: { port: number; host: string };
   /** Readiness checks that do not count. */
@@ -482,6 +484,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
       },
     },
     console: { enabled: env.CONSOLE_ENABLED },
+    openApi: { enabled: env.OPENAPI_ENABLED },
     metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
     readiness: { ignore: listOf(env.READINESS_IGNORE) },
     audit: { enabled: env.AUDIT_LOG, withArguments: env.AUDIT_LOG_ARGUMENTS },

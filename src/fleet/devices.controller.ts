@@ -1,7 +1,9 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { AuthenticatedRequest } from '../core/auth/bearer-auth.guard';
 import { httpStatusOfToolFailure } from '../core/errors/tool-failure-status';
+import { BEARER_SCHEME, ERROR_BODY_SCHEMA, openApiSchema } from '../core/http/openapi';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { CallScope } from '../core/http/protocol-controller.decorator';
 import type { ToolCallScope } from '../core/tools/tool-call-scope';
@@ -51,6 +53,9 @@ const viewOf = (entry: DeviceEntry): DeviceView => ({
  * the id up), and `POST /devices/<id>/tools/<tool>` with the arguments as the body. Errors are `{"error": {"code", "message"}}` with the code's status
  * (`DEVICE_OFFLINE` 404, `DEVICE_BUSY` 429).
  */
+@ApiTags('devices')
+@ApiBearerAuth(BEARER_SCHEME)
+@ApiResponse({ status: 401, description: 'No token, or one the gateway does not accept', schema: ERROR_BODY_SCHEMA })
 @Controller('devices')
 export class DevicesController {
   constructor(
@@ -59,12 +64,15 @@ export class DevicesController {
     private readonly toolCalls: ToolCallService,
   ) {}
 
+  @ApiOperation({ summary: 'The devices online that the caller may reach, on every replica' })
   @Get()
   list(@Req() request: AuthenticatedRequest): { devices: DeviceView[] } {
     const devices = this.reachability.visibleDevices({ principal: request.principal }).map(viewOf);
     return { devices: devices.sort((a, b) => a.id.localeCompare(b.id)) };
   }
 
+  @ApiOperation({ summary: 'One device online' })
+  @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE: not connected, or not the caller\'s', schema: ERROR_BODY_SCHEMA })
   @Get(':id')
   one(@Param('id') id: string, @Req() request: AuthenticatedRequest): DeviceView {
     const entry = this.reachability.visibleDevice({ principal: request.principal }, id);
@@ -78,6 +86,8 @@ export class DevicesController {
    * "turn_id"} | {"device", "error": {"code", "message"}}]}`; only a bad request as a whole
    * (no text, no list, too many devices) is an error status.
    */
+  @ApiOperation({ summary: 'One push to many devices (ids and globs), each answered on its own' })
+  @ApiBody({ schema: openApiSchema(FAN_OUT_BODY_SCHEMA) })
   @Post('say')
   @HttpCode(200)
   async sayToEach(@Body(new SchemaValidationPipe(FAN_OUT_BODY_SCHEMA)) body: PushBody & { devices: string[] }, @Req() request: AuthenticatedRequest) {
@@ -89,6 +99,10 @@ export class DevicesController {
     return { results: outcomes.map(pushOutcomeView) };
   }
 
+  @ApiOperation({ summary: 'The device says a sentence, now or when it next connects (hold_s)' })
+  @ApiBody({ schema: openApiSchema(SAY_BODY_SCHEMA) })
+  @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE', schema: ERROR_BODY_SCHEMA })
+  @ApiResponse({ status: 429, description: 'DEVICE_BUSY or RATE_LIMITED', schema: ERROR_BODY_SCHEMA })
   @Post(':id/say')
   @HttpCode(200)
   async say(@Param('id') id: string, @Body(new SchemaValidationPipe(SAY_BODY_SCHEMA)) body: PushBody, @Req() request: AuthenticatedRequest) {
@@ -96,6 +110,9 @@ export class DevicesController {
     return receiptView(receipt);
   }
 
+  @ApiOperation({ summary: 'A turn started as if the device\'s user had said the text' })
+  @ApiBody({ schema: openApiSchema(TURN_BODY_SCHEMA) })
+  @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE', schema: ERROR_BODY_SCHEMA })
   @Post(':id/turns')
   @HttpCode(200)
   async turn(@Param('id') id: string, @Body(new SchemaValidationPipe(TURN_BODY_SCHEMA)) body: PushBody, @Req() request: AuthenticatedRequest) {
@@ -109,6 +126,9 @@ export class DevicesController {
    * "held_dropped"}`; `404 NOT_FOUND` for an id that is not the caller's, `409 DEVICE_ID_TAKEN`
    * while it is connected.
    */
+  @ApiOperation({ summary: 'The owner gives the device id up while the device is offline' })
+  @ApiResponse({ status: 404, description: 'NOT_FOUND: not the caller\'s id', schema: ERROR_BODY_SCHEMA })
+  @ApiResponse({ status: 409, description: 'DEVICE_ID_TAKEN: the device is connected', schema: ERROR_BODY_SCHEMA })
   @Post(':id/release')
   @HttpCode(200)
   async release(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
@@ -117,6 +137,10 @@ export class DevicesController {
   }
 
   /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */
+  @ApiOperation({ summary: 'Calls a tool of the device as agents do; the body is the tool\'s arguments' })
+  @ApiBody({ schema: { type: 'object', additionalProperties: true } })
+  @ApiResponse({ status: 200, description: '`{"result"}`' })
+  @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE', schema: ERROR_BODY_SCHEMA })
   @Post(':id/tools/:tool')
   async call(
     @Param('id') id: string,

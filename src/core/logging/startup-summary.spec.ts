@@ -27,7 +27,7 @@ describe('startupSummary', () => {
       'Web console: http://localhost:9400/',
       'Beta: ws://localhost:9400/beta',
       'alpha: http://localhost:9400/alpha (model qwen3:8b)',
-      'Tool catalogue: http://localhost:9400/tools; health: http://localhost:9400/health',
+      'Tool catalogue: http://localhost:9400/tools; health: http://localhost:9400/health; HTTP API: http://localhost:9400/openapi.json',
       'Model: qwen3:8b at http://127.0.0.1:11434/v1/',
       'Auth: off (AUTH_TOKENS is empty: anyone who reaches the port may use every protocol but MCP); MCP always needs a token: a token generated for this run, shown once on stderr',
       'Sessions: in memory (lost on restart; REDIS_URL to share and keep them)',

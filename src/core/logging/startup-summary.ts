@@ -27,7 +27,7 @@ export function startupSummary(config: GatewayConfig, address: AddressInfo, prot
   const lines = [`Listening on ${config.server.host}:${address.port}`];
   lines.push(config.console.enabled ? `Web console: ${http}/` : 'Web console: off (CONSOLE_ENABLED=false)');
   lines.push(...protocols.summaryLines({ http, ws, config }));
-  lines.push(`Tool catalogue: ${http}/tools; health: ${http}/health`);
+  lines.push(`Tool catalogue: ${http}/tools; health: ${http}/health${config.openApi.enabled ? `; HTTP API: ${http}/openapi.json` : ''}`);
   lines.push(`Model: ${llm.model} at ${redactUrl(llm.baseUrl)}${llm.apiKey ? ' (with LLM_API_KEY)' : ''}`);
   lines.push(`Auth: ${authLine(config)}`);
   lines.push(
