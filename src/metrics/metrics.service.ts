@@ -105,7 +105,7 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
   );
   private readonly budgetRefusals = this.counter(
     'gateway_budget_refusals_total',
-    'Turns, syntheses and recognitions refused because a budget (the device\'s or its principal\'s) was spent, by principal and meter',
+    "Turns, syntheses and recognitions refused because a budget (the device's or its principal's) was spent, by principal and meter",
     ['principal', 'meter'],
   );
   private readonly contextRequests = this.counter(

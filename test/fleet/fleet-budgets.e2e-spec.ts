@@ -96,7 +96,10 @@ describe('device budgets across two instances', () => {
 
     // The other instance sees the kitchen's 45 tokens: the hall has 25 of the principal's 70 left, two turns' worth.
     const usage = await http(b, 'GET', '/devices/kitchen/usage', HOME);
-    expect(usage).toMatchObject({ status: 200, body: { device: 'kitchen', periods: 'UTC', usage: { llm_tokens: { day: { used: 45, limit: 40, remaining: 0 } } } } });
+    expect(usage).toMatchObject({
+      status: 200,
+      body: { device: 'kitchen', periods: 'UTC', usage: { llm_tokens: { day: { used: 45, limit: 40, remaining: 0 } } } },
+    });
     const hall = track(await connectDevice(b.gateway, 'hall', HOME));
     expect(answerOf(await turn(hall, 'one'))).toBeDefined();
     expect(answerOf(await turn(hall, 'two'))).toBeDefined();
@@ -133,7 +136,11 @@ describe('device budgets across two instances', () => {
     const set = await http(a, 'PUT', '/devices/porch/budget', HOME, { llm_tokens_per_day: 10, tts_chars_per_month: 5000 });
     expect(set).toMatchObject({
       status: 200,
-      body: { device: 'porch', budget: { llm_tokens_per_day: 10, tts_chars_per_month: 5000 }, effective: { llm_tokens_per_day: 10, tts_chars_per_month: 5000 } },
+      body: {
+        device: 'porch',
+        budget: { llm_tokens_per_day: 10, tts_chars_per_month: 5000 },
+        effective: { llm_tokens_per_day: 10, tts_chars_per_month: 5000 },
+      },
     });
     // Looser than the file's per_device limit: the file's applies.
     const looser = await http(b, 'PUT', '/devices/porch/budget', HOME, { llm_tokens_per_day: 1000 });

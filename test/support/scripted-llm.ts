@@ -232,7 +232,9 @@ export class ScriptedLlm {
       write(finish);
       const usage = reply.usage ?? DEFAULT_USAGE;
       if (chat.stream_options?.include_usage && usage)
-        write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: chat.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
+        write(
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: chat.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`,
+        );
       record.finished = true;
       response.end('data: [DONE]\n\n');
       return;

@@ -78,7 +78,9 @@ describe('xiaozhi devices over budget', () => {
     await waitFor(() => stack.stt.requests.length === 1);
     await device.waitForState('listening', 5000);
     await device.say('hello again');
-    expect(await device.next<any>('alert', undefined, 10_000)).toMatchObject({ message: expect.stringMatching(/budget of 1 seconds of recognized audio is spent/) });
+    expect(await device.next<any>('alert', undefined, 10_000)).toMatchObject({
+      message: expect.stringMatching(/budget of 1 seconds of recognized audio is spent/),
+    });
     expect(stack.stt.requests).toHaveLength(1);
     expect(stack.llm.requests).toHaveLength(0);
   });

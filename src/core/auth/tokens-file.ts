@@ -25,7 +25,20 @@ export class TokensFileError extends StartupError {
 
 const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
-const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices', 'budgets']);
+const ENTRY_KEYS = new Set([
+  'name',
+  'token',
+  'sha256',
+  'protocols',
+  'tools',
+  'resources',
+  'prompts',
+  'llm',
+  'rate_limits',
+  'max_connections',
+  'devices',
+  'budgets',
+]);
 /** The characters a `devices` glob may hold: those of device ids, and `*`. */
 const DEVICE_PATTERN = /^[A-Za-z0-9_:*-]{1,128}$/;
 /** A `resources` URI or glob: 1-1024 characters, none of them whitespace or control characters. */
@@ -160,7 +173,9 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
     }
   }
   if (grant !== undefined && !isPlainObject(grant)) {
-    problem('grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...], budgets}');
+    problem(
+      'grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...], budgets}',
+    );
     return undefined;
   }
   const ruleName = typeof name === 'string' ? name : `oidc[${index}]`;

@@ -19,7 +19,10 @@ export class BudgetExceededError extends GatewayError {
   ) {
     const whose = scope === 'device' ? "This device's" : "This account's";
     const when = new Date(resetsAt).toISOString().replace(/\.000Z$/, 'Z');
-    super(GatewayErrorCode.BUDGET_EXCEEDED, `${whose} ${period === 'day' ? 'daily' : 'monthly'} budget of ${limit} ${METER_WORDS[meter]} is spent; it resets at ${when}`);
+    super(
+      GatewayErrorCode.BUDGET_EXCEEDED,
+      `${whose} ${period === 'day' ? 'daily' : 'monthly'} budget of ${limit} ${METER_WORDS[meter]} is spent; it resets at ${when}`,
+    );
     this.name = 'BudgetExceededError';
   }
 

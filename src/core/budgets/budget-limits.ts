@@ -48,11 +48,7 @@ export function readPrincipalBudgets(value: unknown, problem: (message: string) 
   }
   const { per_device: perDevice, ...own } = value;
   for (const key of Object.keys(own)) if (!BUDGET_KEYS.has(key)) problem(`budgets: unknown key "${key}" (known: ${[...BUDGET_KEYS].join(', ')})`);
-  const total = readBudgetLimits(
-    Object.fromEntries(Object.entries(own).filter(([key]) => LIMIT_KEYS.has(key))),
-    'budgets',
-    problem,
-  );
+  const total = readBudgetLimits(Object.fromEntries(Object.entries(own).filter(([key]) => LIMIT_KEYS.has(key))), 'budgets', problem);
   return Object.freeze({ total, perDevice: perDevice === undefined ? {} : readBudgetLimits(perDevice, 'budgets.per_device', problem) });
 }
 

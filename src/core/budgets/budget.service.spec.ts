@@ -89,7 +89,9 @@ describe.each([
       code: 'BUDGET_EXCEEDED',
       budget: { meter: 'stt_seconds', period: 'day', scope: 'device', limit: 60, resets_at: new Date(periodAt('day', Date.now()).resetsAt).toISOString() },
     });
-    expect((refusal as Error).message).toMatch(/^This device's daily budget of 60 seconds of recognized audio is spent; it resets at \d{4}-\d\d-\d\dT00:00:00Z$/);
+    expect((refusal as Error).message).toMatch(
+      /^This device's daily budget of 60 seconds of recognized audio is spent; it resets at \d{4}-\d\d-\d\dT00:00:00Z$/,
+    );
     await budgets.spend({ principal: 'name:home', deviceId: 'hall' }, 'stt_seconds', 1_000);
     const usage = await budgets.deviceUsage('kitchen', 'name:home');
     expect(usage.stt_seconds.day).toMatchObject({ used: 65, limit: 60, remaining: 0 });
@@ -134,6 +136,19 @@ describe.each([
     expect((await budgets.deviceUsage('kitchen', 'name:home')).llm_tokens.day).toMatchObject({ used: 120, remaining: 880 });
     expect(seen).toEqual([['home', 'llm_tokens', 120]]);
   });
+
+  if (withRedis) {
+    it('lets spends through, and charges nothing, while its Redis fails (as rate limits do)', async () => {
+      const budgets = await start();
+      await budgets.spend(kitchen, 'stt_seconds', 60_000);
+      await expect(budgets.spend(kitchen, 'stt_seconds', 1_000)).rejects.toBeInstanceOf(BudgetExceededError);
+      await budgets.onApplicationShutdown();
+      await expect(budgets.spend(kitchen, 'stt_seconds', 1_000)).resolves.toBeUndefined();
+      const reservation = await budgets.reserve(kitchen, 'llm_tokens', 100);
+      await expect(reservation.charge(50)).resolves.toBeUndefined();
+      await expect(reservation.release()).resolves.toBeUndefined();
+    });
+  }
 
   it('lets exactly the allowed count of 50 concurrent turns through, over two instances, and overruns by at most one turn', async () => {
     const instances = withRedis ? await Promise.all([start(), start()]) : [await start()];

@@ -50,6 +50,9 @@ interface Counted {
   period: BudgetPeriod;
 }
 
+/** What an unchecked charge passes for limits: it only adds. */
+const NO_LIMITS: SubjectLimits = { device: {}, principal: {} };
+
 /** Rounds an amount of counter units to the limit's units (seconds with milliseconds). */
 const inLimitUnits = (meter: Meter, units: number) => Math.round((units / UNITS_PER_LIMIT_UNIT[meter]) * 1000) / 1000;
 
@@ -117,7 +120,7 @@ export class BudgetService implements OnModuleInit, OnApplicationShutdown {
   /** Charges usage that has happened, unchecked (in counter units). */
   async charge(subject: BudgetSubject, meter: Meter, amount: number): Promise<void> {
     if (!(amount > 0)) return;
-    const counters = this.countersOf(subject, [meter], await this.limitsOr(subject), Date.now()).map(({ spend }) => ({ ...spend, amount }));
+    const counters = this.countersOf(subject, [meter], NO_LIMITS, Date.now()).map(({ spend }) => ({ ...spend, amount }));
     await this.counters.add(counters).catch((error: Error) => this.warn(error));
     this.observer?.usageCharged(this.principalLabel(subject), meter, inLimitUnits(meter, amount));
   }
@@ -214,10 +217,6 @@ export class BudgetService implements OnModuleInit, OnApplicationShutdown {
       }
     }
     return counted;
-  }
-
-  private async limitsOr(subject: BudgetSubject): Promise<SubjectLimits> {
-    return this.limitsFor(subject).catch(() => ({ device: {}, principal: {} }));
   }
 
   private key(scope: BudgetScope, id: string, meter: Meter, periodId: string): string {

@@ -78,7 +78,12 @@ describe.each([
     expect(await counters.spend(spend(1))).toEqual({ allowed: false, refusedAt: 0 });
     expect(await counters.read(['device', 'principal', 'unlimited'])).toEqual([12, 12, 12]);
     // A check without an amount spends nothing but is refused the same.
-    expect(await counters.spend([{ key: 'principal', limit: 100, amount: 0, expiresAt }, { key: 'device', limit: 10, amount: 0, expiresAt }])).toEqual({
+    expect(
+      await counters.spend([
+        { key: 'principal', limit: 100, amount: 0, expiresAt },
+        { key: 'device', limit: 10, amount: 0, expiresAt },
+      ]),
+    ).toEqual({
       allowed: false,
       refusedAt: 1,
     });
@@ -99,9 +104,7 @@ describe.each([
     const limit = 10 * 7 - 1;
     const expiresAt = Date.now() + HOUR;
     const instances = await Promise.all([open(), open()]);
-    const outcomes = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => instances[i % 2].spend([{ key: 'raced', limit, amount: 7, expiresAt }])),
-    );
+    const outcomes = await Promise.all(Array.from({ length: 50 }, (_, i) => instances[i % 2].spend([{ key: 'raced', limit, amount: 7, expiresAt }])));
     expect(outcomes.filter((outcome) => outcome.allowed)).toHaveLength(10);
     const [used] = await instances[0].read(['raced']);
     expect(used).toBe(70);

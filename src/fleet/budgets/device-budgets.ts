@@ -55,10 +55,7 @@ export class DeviceBudgets {
   }
 
   private async view(deviceId: string, owner: string): Promise<DeviceBudgetView> {
-    const [budget, { device: effective }] = await Promise.all([
-      this.budgets.ownerLimits(deviceId),
-      this.budgets.limitsFor({ principal: owner, deviceId }),
-    ]);
+    const [budget, { device: effective }] = await Promise.all([this.budgets.ownerLimits(deviceId), this.budgets.limitsFor({ principal: owner, deviceId })]);
     return { device: deviceId, budget, effective };
   }
 
