@@ -121,6 +121,16 @@ describe('device budgets across two instances', () => {
     expect(metrics.split('\n').filter((line) => line.startsWith('gateway_budget') && /kitchen|hall|garage/.test(line))).toEqual([]);
   });
 
+  it('still answers, and charges an estimate, when the model server sends no usage', async () => {
+    const attic = track(await connectDevice(a.gateway, 'attic', OTHER));
+    a.llm.reply({ text: 'No usage from me. '.repeat(20), usage: false });
+    expect(answerOf(await turn(attic, 'hello'))).toMatchObject({ content: expect.stringMatching(/^No usage from me/) });
+    const used = (await http(a, 'GET', '/devices/attic/usage', OTHER)).body.usage.llm_tokens.day.used;
+    // A token per 4 characters of the request sent (system prompt, tools) and the 360 written.
+    const sent = JSON.stringify(a.llm.requests.at(-1)!.messages).length + JSON.stringify(a.llm.requests.at(-1)!.tools).length;
+    expect(used).toBe(Math.ceil((sent + 'No usage from me. '.repeat(20).length) / 4));
+  });
+
   it("lets the owner alone read and set a device's budget; the stricter of the owner's and the file's applies", async () => {
     track(await connectDevice(a.gateway, 'porch', HOME)).close();
     for (const [method, path, body] of [
