@@ -111,7 +111,7 @@ export class EnvironmentVariables {
     group: 'auth',
     unset: 'none',
     about:
-      'YAML or JSON file of named tokens with their tools, protocols, `llm` access, rate limits and connection caps; reloaded when it changes. Keep it `chmod 600`.',
+      'YAML or JSON file of named tokens with their tools, protocols, `llm` access, rate limits, connection caps and budgets; reloaded when it changes. Keep it `chmod 600`.',
   })
   @IsOptional()
   @IsString()
@@ -337,7 +337,7 @@ export class EnvironmentVariables {
     group: 'llm',
     unset: 'none',
     about:
-      'JSON object merged into every model request, for the server\'s own options the OpenAI API has no field for: for Qwen3 on vLLM, `{"chat_template_kwargs":{"enable_thinking":false}}` skips the thinking (a faster first sentence).',
+      'JSON object merged into every model request, for the server\'s own options the OpenAI API has no field for: for Qwen3 on vLLM, `{"chat_template_kwargs":{"enable_thinking":false}}` skips the thinking (a faster first sentence). It may replace what the gateway sends: `{"stream_options":{"include_usage":false}}` for a server that refuses the usage budgets read (tokens are then estimated).',
   })
   @IsOptional()
   @JsonObjectFromEnv()

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AuditService } from './audit/audit.service';
+import { BudgetService } from './budgets/budget.service';
 import { AccessTokenService } from './auth/access-token.service';
 import { BearerAuthGuard } from './auth/bearer-auth.guard';
 import { DefaultAuthGuard } from './auth/default-auth.guard';
@@ -42,6 +43,7 @@ const CORE_SERVICES = [
   AuditService,
   TracingService,
   RateLimitService,
+  BudgetService,
 ];
 
 /**

@@ -4,6 +4,9 @@ import { GATEWAY_CONFIG } from '../config/gateway-config';
 import { GatewayState } from '../core/state/gateway-state';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
+import { BudgetTools } from './budgets/budget.tools';
+import { DeviceBudgets } from './budgets/device-budgets';
+import { DeviceBudgetsController } from './budgets/device-budgets.controller';
 import { DEVICE_PUSH } from './device-push';
 import { DeviceIdentityGuard } from './device-identity.guard';
 import { DeviceToolCatalogue } from './device-tool-catalogue';
@@ -39,8 +42,10 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
     DeviceIdentityGuard,
     DeviceToolCatalogue,
     FleetTools,
+    DeviceBudgets,
+    BudgetTools,
   ],
-  controllers: [DevicesController],
+  controllers: [DevicesController, DeviceBudgetsController],
   exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
 })
 export class FleetModule {

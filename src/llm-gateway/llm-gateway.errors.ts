@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { AccessDeniedError } from '../core/auth/access-denied.error';
+import { BudgetExceededError } from '../core/budgets/budget-exceeded.error';
 import { describeException } from '../core/errors/describe-exception';
 import { RateLimitedError } from '../core/limits/rate-limited.error';
 import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
@@ -32,6 +33,7 @@ export function llmErrorFrame(error: unknown): ErrorFrame {
   // Codes of their own on this API: a client must tell a spent quota and a token's missing right from a bad frame.
   if (error instanceof RateLimitedError) return errorFrame(error.code, error.message, error.wait);
   if (error instanceof AccessDeniedError) return errorFrame(error.code, error.message);
+  if (error instanceof BudgetExceededError) return errorFrame(error.code, error.message, error.budget);
   const { code, message } = describeException(error, logger);
   const details = error instanceof GatewayError ? error.details : undefined;
   return errorFrame(toSpecCode(code), message, details);

@@ -6,6 +6,7 @@ import { SessionService } from '../assistant/session/session.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
 import { AuditService } from '../core/audit/audit.service';
 import { AccessTokenService } from '../core/auth/access-token.service';
+import { BudgetService } from '../core/budgets/budget.service';
 import { RateLimitService } from '../core/limits/rate-limit.service';
 import { ToolCallService } from '../core/tools/tool-call.service';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
@@ -39,6 +40,7 @@ export class TurnEnvironment {
     readonly tokens: AccessTokenService,
     readonly limits: RateLimitService,
     private readonly prompts: SystemPromptService,
+    readonly budgets: BudgetService,
     @Optional() readonly metrics?: MetricsService,
   ) {}
 

@@ -4,6 +4,7 @@ import type { LlmToolCall, ToolResultMessage } from '../assistant/llm/llm.servic
 import type { Session } from '../assistant/session/session';
 import { languageOfText } from '../assistant/speech/spoken-forms';
 import { AccessDeniedError } from '../core/auth/access-denied.error';
+import type { BudgetSubject, Reservation } from '../core/budgets/budget.service';
 import { ToolCallScope } from '../core/tools/tool-call-scope';
 import { endSpan } from '../core/tracing/tracing.service';
 import { FILLERS } from './fillers';
@@ -36,6 +37,9 @@ export class TurnCancelled extends Error {
     this.name = 'TurnCancelled';
   }
 }
+
+/** Characters per token, for what a model call cut short wrote (see `ModelUsage`). */
+const CHARS_PER_TOKEN = 4;
 
 const elapsed = (from: number, to: number | undefined) => (to === undefined ? null : Math.round(to - from));
 
@@ -181,7 +185,12 @@ export class Turn {
     try {
       await this.admit();
       session = await this.session();
-      await this.converse(session, text);
+      const budget = await this.reserveBudget(session);
+      try {
+        await this.converse(session, text, budget);
+      } finally {
+        await budget.release();
+      }
     } catch (error) {
       if (this.cancelled && session) await this.keepWhatWasSpoken(session.id, text);
       else if (!this.controller.signal.aborted) {
@@ -204,6 +213,21 @@ export class Turn {
     await this.env.limits.admitTurn(this.connection.principal);
   }
 
+  /**
+   * The turn's budget, checked before the model is asked: the device's and its principal's LLM
+   * tokens (and, for a connection that speaks its answers, synthesized characters) must not be
+   * spent, or the turn fails with BUDGET_EXCEEDED. The session's `max_tokens` is set aside while
+   * the turn runs, so turns of one principal's devices running at once count each other; the real
+   * usage of each model call is charged as it ends.
+   */
+  private reserveBudget(session: Session): Promise<Reservation> {
+    return this.env.budgets.reserve(this.budgetSubject, 'llm_tokens', session.settings.maxTokens, this.options.untilSpoken ? ['tts_chars'] : []);
+  }
+
+  private get budgetSubject(): BudgetSubject {
+    return { principal: this.connection.principal, deviceId: this.connection.state.deviceId };
+  }
+
   /** The session the turn speaks in: the one `text_input` names (resumed here), or the connection's. */
   private async session(): Promise<Session> {
     const named = this.input.session_id;
@@ -212,13 +236,15 @@ export class Turn {
   }
 
   /** The conversation with the model, one event at a time, until its answer; then the exchange is kept and the answer held for the ending. */
-  private async converse(session: Session, text: string): Promise<void> {
+  private async converse(session: Session, text: string, budget: Reservation): Promise<void> {
     const { settings } = session;
     this.spokenLanguage = settings.language ?? languageOfText(text);
     if (this.connection.state.stream) this.speech = new SpeechStream(this.spokenLanguage, (sentence) => this.sayPartial(sentence));
     const toolCalls: TurnToolCall[] = [];
     const prompt = this.env.systemPrompt(session);
     let answer = '';
+    /** What the model call in flight has written: all a call cut short (cancelled, failed) is charged, as its server reports no usage then. */
+    let unchargedChars = 0;
     const conversation = this.env.llm.converse({
       systemPrompt: prompt.current,
       messages: [...(settings.enableContext ? session.history : []), { role: 'user', content: text }],
@@ -227,24 +253,31 @@ export class Turn {
       maxTokens: settings.maxTokens,
       signal: this.controller.signal,
     });
-    for await (const event of conversation) {
-      switch (event.type) {
-        case 'text':
-          this.clock.firstTokenAt ??= performance.now();
-          this.writtenLength += event.delta.length;
-          this.speech?.write(event.delta);
-          break;
-        case 'reply-end':
-          this.clock.llmMs += event.durationMs;
-          this.speech?.flush();
-          break;
-        case 'tool-round':
-          event.continueWith(await this.runToolRound(session, event.calls, toolCalls), await prompt.ifChanged());
-          break;
-        case 'answer':
-          answer = event.text;
-          break;
+    try {
+      for await (const event of conversation) {
+        switch (event.type) {
+          case 'text':
+            this.clock.firstTokenAt ??= performance.now();
+            this.writtenLength += event.delta.length;
+            unchargedChars += event.delta.length;
+            this.speech?.write(event.delta);
+            break;
+          case 'reply-end':
+            this.clock.llmMs += event.durationMs;
+            unchargedChars = 0;
+            await budget.charge(event.usage.tokens);
+            this.speech?.flush();
+            break;
+          case 'tool-round':
+            event.continueWith(await this.runToolRound(session, event.calls, toolCalls), await prompt.ifChanged());
+            break;
+          case 'answer':
+            answer = event.text;
+            break;
+        }
       }
+    } finally {
+      if (unchargedChars > 0) await budget.charge(Math.ceil(unchargedChars / CHARS_PER_TOKEN));
     }
     await this.options.untilSpoken?.();
     if (this.cancelled) throw this.controller.signal.reason;

@@ -2,6 +2,7 @@ import { Global, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { ASSISTANT_OBSERVER } from '../assistant/assistant-observer';
 import { CORE_OBSERVER } from '../core/observability/core-observer';
+import { BUDGET_OBSERVER } from '../core/budgets/budget-observer';
 import { optionalProvider } from '../core/optional-provider';
 import { ToolRegistryService } from '../core/tools/tool-registry.service';
 import { ContextCatalogueService } from '../core/context/context-catalogue.service';
@@ -32,8 +33,9 @@ import { REDIS_PERSISTENCE, type RedisPersistenceWatch } from '../core/redis/red
     MetricsOnMainPortGuard,
     { provide: CORE_OBSERVER, useExisting: MetricsService },
     { provide: ASSISTANT_OBSERVER, useExisting: MetricsService },
+    { provide: BUDGET_OBSERVER, useExisting: MetricsService },
   ],
-  exports: [MetricsService, CORE_OBSERVER, ASSISTANT_OBSERVER],
+  exports: [MetricsService, CORE_OBSERVER, ASSISTANT_OBSERVER, BUDGET_OBSERVER],
 })
 export class MetricsModule implements OnApplicationBootstrap {
   constructor(

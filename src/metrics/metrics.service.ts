@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { AssistantObserver, ModelRequestOutcome } from '../assistant/assistant-observer';
 import type { CoreObserver } from '../core/observability/core-observer';
+import type { BudgetObserver } from '../core/budgets/budget-observer';
+import type { Meter } from '../core/budgets/budget-meters';
 import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../core/context/context-source';
 import { Registry } from 'prom-client';
 import { GatewayError } from '../core/errors/gateway-error';
@@ -68,7 +70,7 @@ const codeOf = (error: unknown): string => (error instanceof GatewayError ? erro
  * the gateway's own (protocols, catalogue tools, error codes), never a client's.
  */
 @Injectable()
-export class MetricsService implements CoreObserver, AssistantObserver, ContextRequestWatcher {
+export class MetricsService implements CoreObserver, AssistantObserver, ContextRequestWatcher, BudgetObserver {
   readonly registry = new Registry();
   private readonly toolCalls = new ToolCallMetrics(this.registry);
   private readonly frames = this.counter('gateway_frames_total', 'WebSocket frames handled, by protocol and outcome (ok, error)', ['protocol', 'outcome']);
@@ -95,6 +97,16 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
     'gateway_voice_events_total',
     "What went wrong or out of the ordinary in voice sessions, by event (audio dropped and why, an engine's failure, a barge-in, a device's bad MCP answer)",
     ['protocol', 'event'],
+  );
+  private readonly budgetUsage = this.counter(
+    'gateway_budget_usage_total',
+    "What devices spent, by principal (the token's name, anonymous; never a device id) and meter: llm_tokens, tts_chars, stt_seconds",
+    ['principal', 'meter'],
+  );
+  private readonly budgetRefusals = this.counter(
+    'gateway_budget_refusals_total',
+    "Turns, syntheses and recognitions refused because a budget (the device's or its principal's) was spent, by principal and meter",
+    ['principal', 'meter'],
   );
   private readonly contextRequests = this.counter(
     'gateway_mcp_context_requests_total',
@@ -156,6 +168,16 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
   /** One event of a voice session (see {@link VoiceEvent}). */
   voiceEvent(protocol: string, event: VoiceEvent): void {
     this.voiceEvents.bind(protocol, event).inc();
+  }
+
+  /** Usage a principal's devices spent (see `BudgetObserver`). */
+  usageCharged(principal: string, meter: Meter, amount: number): void {
+    this.budgetUsage.bind(principal, meter).inc(amount);
+  }
+
+  /** A spend refused over a spent budget. */
+  budgetRefused(principal: string, meter: Meter): void {
+    this.budgetRefusals.bind(principal, meter).inc();
   }
 
   /** One resource read, prompt or completion (see `ContextCatalogueService`). */

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Observable, tap } from 'rxjs';
 import type { OpusFormat } from '../assistant/audio/opus-format';
+import { meteredRecognizer, meteredSynthesizer, SpeechMeter } from '../assistant/speech-engines/metered-speech';
 import type { SpeechRecognizer, SpeechSynthesizer } from '../assistant/speech-engines/speech-engine';
 import type { ListeningMode, VoiceInputEvent } from '../assistant/voice/voice-input-event';
 import { VoiceInput, VoiceInputCounters, VoiceInputSettings } from '../assistant/voice/voice-input';
@@ -11,6 +12,8 @@ import { cleanedTurn } from '../llm-gateway/speech-cleaning.interceptor';
 import type { Turn } from '../llm-gateway/turn';
 import type { TurnStarter } from '../llm-gateway/turn-starter';
 import type { VoiceEvent } from '../metrics/metrics.service';
+import { BudgetExceededError } from '../core/budgets/budget-exceeded.error';
+import type { BudgetService } from '../core/budgets/budget.service';
 import { emotionOf, NEUTRAL } from './emotions';
 import { frame } from './audio-framing';
 import type { XiaozhiConnection } from './xiaozhi-connection';
@@ -24,6 +27,8 @@ export interface VoiceSessionContext {
   /** `null` while synthesis is off (`TTS_BASE_URL` unset): answers are shown, not spoken. */
   synthesizer: SpeechSynthesizer | null;
   settings: VoiceInputSettings;
+  /** The device's and its principal's budgets, spent before each recognition and synthesis. */
+  budgets: BudgetService;
   count(event: VoiceEvent): void;
 }
 
@@ -262,6 +267,16 @@ export class VoiceSession {
     return this.connection.state.deviceId ?? this.connection.id;
   }
 
+  /** Recognition and synthesis spend the device's budgets (audio seconds, characters) before they run: a spent budget refuses them with BUDGET_EXCEEDED. */
+  private get meter(): SpeechMeter {
+    const { budgets } = this.context;
+    const subject = () => ({ principal: this.connection.principal, deviceId: this.connection.state.deviceId });
+    return {
+      recognizing: (audioMs) => budgets.spend(subject(), 'stt_seconds', audioMs),
+      synthesizing: (characters) => budgets.spend(subject(), 'tts_chars', characters),
+    };
+  }
+
   private alert(status: string, message: string, emotion: string): void {
     this.send({ type: 'alert', status, message, emotion });
   }
@@ -297,7 +312,7 @@ export class VoiceSession {
     this.input = new VoiceInput({
       format: this.inputFormat,
       mode,
-      recognizer,
+      recognizer: meteredRecognizer(recognizer, this.meter),
       settings: this.context.settings,
       onEvent: (event) => this.heard(event),
     });
@@ -313,7 +328,7 @@ export class VoiceSession {
     }
     this.output ??= new VoiceOutput({
       format: this.outputFormat,
-      synthesizer,
+      synthesizer: meteredSynthesizer(synthesizer, this.meter),
       send: (packet) => this.connection.sendBinary(frame(this.connection.state.framing, packet, Math.round(performance.now() - this.startedAt))),
       onEvent: (event) => this.spoke(event),
     });
@@ -337,6 +352,11 @@ export class VoiceSession {
         this.answerOver(undefined);
         return;
       case 'failed':
+        if (event.error instanceof BudgetExceededError) {
+          this.alert('error', event.error.message, 'sad');
+          this.answerOver(undefined);
+          return;
+        }
         this.context.count('recognizer_failed');
         this.logger.warn(`Device ${this.deviceName}: speech recognition failed: ${event.error.message}`);
         this.alert('error', 'Speech recognition failed; please try again', 'sad');
@@ -364,6 +384,8 @@ export class VoiceSession {
   private spoke(event: VoiceOutputEvent): void {
     if (event.type === 'sentence-start') {
       this.send({ type: 'tts', state: 'sentence_start', text: event.text });
+    } else if (event.outcome === 'failed' && event.error instanceof BudgetExceededError) {
+      this.alert('error', event.error.message, 'sad');
     } else if (event.outcome === 'failed') {
       this.context.count('synthesizer_failed');
       this.logger.warn(`Device ${this.deviceName}: speech synthesis failed: ${event.error?.message}`);

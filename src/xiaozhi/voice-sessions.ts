@@ -2,6 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { OpusFormat } from '../assistant/audio/opus-format';
 import { SPEECH_RECOGNIZER, SPEECH_SYNTHESIZER, SpeechRecognizer, SpeechSynthesizer } from '../assistant/speech-engines/speech-engine';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config/gateway-config';
+import { BudgetService } from '../core/budgets/budget.service';
 import { TurnStarter } from '../llm-gateway/turn-starter';
 import { MetricsService } from '../metrics/metrics.service';
 import { VoiceSession, VoiceSessionContext } from './voice-session';
@@ -19,6 +20,7 @@ export class VoiceSessions {
     @Inject(SPEECH_RECOGNIZER) recognizer: SpeechRecognizer | null,
     @Inject(SPEECH_SYNTHESIZER) synthesizer: SpeechSynthesizer | null,
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    budgets: BudgetService,
     @Optional() metrics?: MetricsService,
   ) {
     this.context = {
@@ -26,6 +28,7 @@ export class VoiceSessions {
       recognizer,
       synthesizer,
       settings: config.voice,
+      budgets,
       count: (event) => metrics?.voiceEvent(XIAOZHI_PROTOCOL, event),
     };
     this.outputFormat = { sampleRate: config.xiaozhi.outputSampleRate, frameDurationMs: 60 };

@@ -150,6 +150,8 @@ describe('docs/asyncapi.yaml', () => {
         'TOOL_RESULT_TIMEOUT',
         'TOOL_REGISTRATION_FAILED',
         'INTERNAL_ERROR',
+        'RATE_LIMITED',
+        'BUDGET_EXCEEDED',
       ]),
     );
     expect(payloads('utcpSend').get('error')!.properties.error.properties.code.enum).toEqual(

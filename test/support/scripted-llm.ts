@@ -9,7 +9,14 @@ export interface ChatRequest {
   temperature?: number;
   max_tokens?: number;
   stream?: boolean;
+  stream_options?: { include_usage?: boolean };
   headers: IncomingMessage['headers'];
+}
+
+/** The tokens an answer reports in its last chunk, when the request asked for usage. */
+export interface ScriptedUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
 }
 
 export interface ScriptedToolCall {
@@ -31,7 +38,15 @@ interface AnswerOptions {
   pace?: Pace;
   /** Reasoning sent first as `reasoning_content` deltas (vLLM's reasoning parsers, DeepSeek). */
   reasoning?: string;
+  /**
+   * The usage its last chunk reports when the request asks (`stream_options.include_usage`), as
+   * vLLM and OpenAI send it (a chunk with no choices); `false` sends none, as servers that ignore
+   * the option do. Default: `{prompt_tokens: 10, completion_tokens: 5}`.
+   */
+  usage?: ScriptedUsage | false;
 }
+
+export const DEFAULT_USAGE: ScriptedUsage = { prompt_tokens: 10, completion_tokens: 5 };
 
 /** One model answer, or a fault. */
 export type ScriptedReply = ({ text: string } & AnswerOptions) | ({ toolCalls: ScriptedToolCall[]; text?: string } & AnswerOptions) | { fault: ScriptedFault };
@@ -215,6 +230,11 @@ export class ScriptedLlm {
       }
       for (const part of toolParts) write(part);
       write(finish);
+      const usage = reply.usage ?? DEFAULT_USAGE;
+      if (chat.stream_options?.include_usage && usage)
+        write(
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: chat.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`,
+        );
       record.finished = true;
       response.end('data: [DONE]\n\n');
       return;

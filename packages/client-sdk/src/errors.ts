@@ -29,7 +29,7 @@ export class LlmGatewayError extends Error {
   constructor(
     readonly code: GatewayErrorCode | ClientErrorCode,
     message: string,
-    /** What the gateway added: a string, or `{retry_after_s}` for RATE_LIMITED. */
+    /** What the gateway added: a string, `{retry_after_s}` for RATE_LIMITED, `{meter, period, scope, limit, resets_at}` for BUDGET_EXCEEDED. */
     readonly details?: ErrorFrame['details'],
     /** The gateway's `error` frame, when the gateway reported the failure. */
     readonly frame?: ErrorFrame,

@@ -37,10 +37,30 @@ describe('LlmService', () => {
       .join('');
     expect(text).toBe('<think>hmm</think>Hello there.');
     expect(events.slice(-2)).toEqual([
-      { type: 'reply-end', durationMs: expect.any(Number) },
+      { type: 'reply-end', durationMs: expect.any(Number), usage: { tokens: 15, reported: true } },
       { type: 'answer', text: 'Hello there.', rounds: 1 },
     ]);
     expect(llm.requests[0].messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
+    expect(llm.requests[0].stream_options).toEqual({ include_usage: true });
+  });
+
+  it("takes each call's tokens from the server's usage, or estimates them from the characters when it sends none", async () => {
+    llm.reply({ text: 'Fine.', usage: { prompt_tokens: 120, completion_tokens: 7 } }, { text: 'x'.repeat(400), usage: false });
+    const reported = await eventsOf(service().converse(request));
+    expect(reported.find((event) => event.type === 'reply-end')).toMatchObject({ usage: { tokens: 127, reported: true } });
+    const estimated = await eventsOf(service().converse(request));
+    const usage = (estimated.find((event) => event.type === 'reply-end') as { usage: { tokens: number; reported: boolean } }).usage;
+    // 400 characters written and the request's messages sent, a token per 4 characters.
+    expect(usage.reported).toBe(false);
+    expect(usage.tokens).toBeGreaterThan(100);
+    expect(usage.tokens).toBeLessThan(130);
+  });
+
+  it('lets LLM_EXTRA_BODY replace stream_options for a server that refuses the field', async () => {
+    llm.reply({ text: 'ok', usage: false });
+    const events = await eventsOf(service({ LLM_EXTRA_BODY: '{"stream_options": {"include_usage": false}}' }).converse(request));
+    expect(llm.requests[0].stream_options).toEqual({ include_usage: false });
+    expect(events.find((event) => event.type === 'reply-end')).toMatchObject({ usage: { reported: false } });
   });
 
   it('waits at a tool round for its results, feeds them back, and takes a new system prompt from then on', async () => {

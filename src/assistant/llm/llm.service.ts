@@ -38,6 +38,19 @@ export interface CompletionRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * The tokens one model call used (prompt and completion): the server's `usage`, which streamed
+ * requests ask for (`stream_options.include_usage`); from a server that does not send it, an
+ * estimate of a token per 4 characters of what was sent and written, so budgets still count.
+ */
+export interface ModelUsage {
+  tokens: number;
+  reported: boolean;
+}
+
+/** Characters per token when the server reports no usage: the usual rule of thumb for English text (conservative for Chinese, where a character is about a token or less). */
+const CHARS_PER_TOKEN = 4;
+
 /** One tool call's result, as the model will read it. */
 export interface ToolResultMessage {
   callId: string;
@@ -65,8 +78,8 @@ export interface ToolRound {
 export type ConversationEvent =
   /** A piece of a reply's text as the model writes it (raw: reasoning blocks and markup not yet removed). */
   | { type: 'text'; delta: string }
-  /** A model call is over (its text is complete), and how long it took. */
-  | { type: 'reply-end'; durationMs: number }
+  /** A model call is over (its text is complete), how long it took, and the tokens it used. */
+  | { type: 'reply-end'; durationMs: number; usage: ModelUsage }
   | ToolRound
   /** The model's answer, reasoning and leaked tool-call markup removed; the last event. */
   | { type: 'answer'; text: string; rounds: number };
@@ -205,6 +218,8 @@ export class LlmService {
     let read = false;
     try {
       const body: ChatCompletionCreateParamsStreaming = {
+        // Usage comes in a last chunk without choices; LLM_EXTRA_BODY may replace it for a server that refuses the field.
+        stream_options: { include_usage: true },
         ...extraBody,
         model,
         messages: request.messages,
@@ -220,7 +235,7 @@ export class LlmService {
         if (delta) yield { type: 'text', delta };
       }
       read = true;
-      yield { type: 'reply-end', durationMs: performance.now() - started };
+      yield { type: 'reply-end', durationMs: performance.now() - started, usage: reply.usage(request) };
       const finished = reply.finish();
       outcome = 'ok';
       return finished;
@@ -289,12 +304,16 @@ class ReplyAssembler {
   private content = '';
   private reasoned = false;
   private readonly calls: LlmToolCall[] = [];
+  private reported?: number;
   /** When the first piece of the reply came (text, reasoning or a tool call): the model's time to first token. */
   firstTokenAt?: number;
 
   /** Adds a chunk; returns the piece of the answer's text it carried, if any. */
   add(chunk: ChatCompletionChunk): string | undefined {
     this.chunks += 1;
+    const usage = chunk.usage;
+    if (usage && Number.isFinite(usage.prompt_tokens) && Number.isFinite(usage.completion_tokens))
+      this.reported = Math.max(0, usage.prompt_tokens) + Math.max(0, usage.completion_tokens);
     const delta = chunk.choices?.[0]?.delta as (ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }) | undefined;
     if (!delta) return undefined;
     if (this.firstTokenAt === undefined && (delta.content || delta.reasoning_content || delta.reasoning || delta.tool_calls))
@@ -308,6 +327,14 @@ class ReplyAssembler {
       if (call.function?.arguments) slot.arguments += call.function.arguments;
     }
     return delta.content || undefined;
+  }
+
+  /** The tokens the call used: as the server reported them, or estimated from the characters of the request and the reply. */
+  usage(request: CompletionRequest): ModelUsage {
+    if (this.reported !== undefined) return { tokens: this.reported, reported: true };
+    const sent = JSON.stringify(request.messages).length + (request.tools.length > 0 ? JSON.stringify(request.tools).length : 0);
+    const written = this.content.length + this.calls.reduce((sum, call) => sum + (call ? call.name.length + call.arguments.length : 0), 0);
+    return { tokens: Math.ceil((sent + written) / CHARS_PER_TOKEN), reported: false };
   }
 
   /** The reply; LLM_ERROR for a stream without a single chunk (a body that is not an event stream reads as one) or with only reasoning. */

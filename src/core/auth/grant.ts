@@ -1,3 +1,5 @@
+import type { PrincipalBudgets } from '../budgets/budget-limits';
+
 /**
  * What a principal may do: the tokens file's entry for a named token, everything for
  * `AUTH_TOKENS` and for anonymous callers. Absent limits mean no restriction.
@@ -30,6 +32,8 @@ export interface Grant {
    * its own principal connected.
    */
   readonly devices?: (deviceId: string) => boolean;
+  /** Its `budgets`: limits over all its devices, and `per_device` limits of each (see `BudgetService`). */
+  readonly budgets?: PrincipalBudgets;
 }
 
 /** Everything: `AUTH_TOKENS`, anonymous callers while auth is off, internal callers. */

@@ -81,6 +81,24 @@ describe('parseTokensFile', () => {
     expect(parseTokensFile('{"tokens": [{"name": "j", "token": "json-token"}]}', 'tokens.json')[0].name).toBe('j');
   });
 
+  it("reads budgets: limits over all the principal's devices, and per_device limits of each", () => {
+    const [home, free] = parseTokensFile(
+      `tokens:
+  - name: home
+    token: home-secret-1
+    budgets: {llm_tokens_per_month: 1000000, tts_chars_per_day: 20000, per_device: {llm_tokens_per_day: 20000, stt_seconds_per_day: 600}}
+  - name: free
+    token: free-secret-1
+`,
+      'tokens.yaml',
+    );
+    expect(home.grant.budgets).toEqual({
+      total: { llm_tokens_per_month: 1000000, tts_chars_per_day: 20000 },
+      perDevice: { llm_tokens_per_day: 20000, stt_seconds_per_day: 600 },
+    });
+    expect(free.grant.budgets).toBeUndefined();
+  });
+
   it('limits resources by URI glob and prompts by name glob, absent meaning all of them', () => {
     const [reader, none, open] = parseTokensFile(
       `tokens:
@@ -177,6 +195,24 @@ describe('parseTokensFile', () => {
     ['a zero limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {turns_per_minute: 0}}]', /turns_per_minute must be a positive integer/],
     ['an unknown limit', 'tokens: [{name: a, token: abcdefgh, rate_limits: {calls: 3}}]', /rate_limits: unknown key "calls"/],
     ['a bad max_connections', 'tokens: [{name: a, token: abcdefgh, max_connections: -1}]', /max_connections must be a positive integer/],
+    ['budgets not an object', 'tokens: [{name: a, token: abcdefgh, budgets: 100}]', /tokens\[0\] "a": budgets must be an object/],
+    [
+      'an unknown budget',
+      'tokens: [{name: a, token: abcdefgh, budgets: {tokens_per_day: 3}}]',
+      /budgets: unknown key "tokens_per_day" \(known: llm_tokens_per_day/,
+    ],
+    ['a fractional budget', 'tokens: [{name: a, token: abcdefgh, budgets: {tts_chars_per_day: 2.5}}]', /budgets.tts_chars_per_day must be a positive integer/],
+    [
+      'a bad per_device budget',
+      'tokens: [{name: a, token: abcdefgh, budgets: {per_device: {stt_seconds_per_week: 3}}}]',
+      /budgets.per_device: unknown key "stt_seconds_per_week"/,
+    ],
+    ['per_device not an object', 'tokens: [{name: a, token: abcdefgh, budgets: {per_device: [1]}}]', /budgets.per_device must be an object of limits/],
+    [
+      'a bad budget in an oidc grant',
+      'oidc: [{match: {scope: x}, grant: {budgets: {llm_tokens_per_day: 0}}}]',
+      /oidc\[0\]: grant: budgets.llm_tokens_per_day must be a positive integer/,
+    ],
     ['a name used twice', 'tokens: [{name: a, token: abcdefgh}, {name: a, token: ijklmnop}]', /tokens\[1\] "a": the name is used twice/],
     ['a token used twice', 'tokens: [{name: a, token: abcdefgh}, {name: b, token: abcdefgh}]', /same token as an earlier entry/],
   ])('refuses %s, saying where', (_case, text, problem) => {

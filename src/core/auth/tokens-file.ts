@@ -1,6 +1,7 @@
 import { createHash } from 'crypto';
 import { parse } from 'yaml';
 import { StartupError } from '../../shared/startup-error';
+import { readPrincipalBudgets } from '../budgets/budget-limits';
 import { isPlainObject } from '../plain-object';
 import { Grant } from './grant';
 import { TOOL_PATTERN, toolMatcher } from './tool-pattern';
@@ -24,7 +25,20 @@ export class TokensFileError extends StartupError {
 
 const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
-const ENTRY_KEYS = new Set(['name', 'token', 'sha256', 'protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices']);
+const ENTRY_KEYS = new Set([
+  'name',
+  'token',
+  'sha256',
+  'protocols',
+  'tools',
+  'resources',
+  'prompts',
+  'llm',
+  'rate_limits',
+  'max_connections',
+  'devices',
+  'budgets',
+]);
 /** The characters a `devices` glob may hold: those of device ids, and `*`. */
 const DEVICE_PATTERN = /^[A-Za-z0-9_:*-]{1,128}$/;
 /** A `resources` URI or glob: 1-1024 characters, none of them whitespace or control characters. */
@@ -82,7 +96,7 @@ export function parseTokensFile(text: string, path: string, protocols?: readonly
 const DOCUMENT_KEYS = new Set(['tokens', 'oidc']);
 const RULE_KEYS = new Set(['name', 'match', 'grant']);
 const MATCH_KEYS = new Set(['scope', 'groups', 'roles', 'sub', 'client_id', 'issuer']);
-const GRANT_KEYS = new Set(['protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices']);
+const GRANT_KEYS = new Set(['protocols', 'tools', 'resources', 'prompts', 'llm', 'rate_limits', 'max_connections', 'devices', 'budgets']);
 
 /** {@link parseTokensFile}, with the `oidc` rules (a file may hold only those). */
 export function parseTokensDocument(text: string, path: string, protocols?: readonly string[]): TokensDocument {
@@ -159,7 +173,9 @@ function readRule(entry: unknown, index: number, problem: (message: string) => v
     }
   }
   if (grant !== undefined && !isPlainObject(grant)) {
-    problem('grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...]}');
+    problem(
+      'grant must be an object: {tools: [...], resources: [...], prompts: [...], protocols: [...], llm, rate_limits, max_connections, devices: [...], budgets}',
+    );
     return undefined;
   }
   const ruleName = typeof name === 'string' ? name : `oidc[${index}]`;
@@ -179,7 +195,7 @@ function readEntry(entry: unknown, problem: (message: string) => void, known?: r
   for (const key of Object.keys(entry)) {
     if (!ENTRY_KEYS.has(key)) problem(`unknown key "${key}" (known: ${[...ENTRY_KEYS].join(', ')})`);
   }
-  const { name, token, sha256, protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
+  const { name, token, sha256, protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices, budgets } = entry;
   if (typeof name !== 'string' || !TOKEN_NAME.test(name)) {
     problem('name must be 1-64 letters, digits, "_", ".", "@" or "-", starting with a letter or digit');
   }
@@ -192,7 +208,7 @@ function readEntry(entry: unknown, problem: (message: string) => void, known?: r
   else digest = Buffer.from(sha256, 'hex');
 
   const grant = readGrant(
-    { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices },
+    { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices, budgets },
     problem,
     typeof name === 'string' ? name : '',
     known,
@@ -204,6 +220,7 @@ function readEntry(entry: unknown, problem: (message: string) => void, known?: r
 /** The grant of a tokens-file entry or an `oidc` rule, checked as rigorously either way. */
 function readGrant(entry: Record<string, unknown>, problem: (message: string) => void, name: string, known?: readonly string[]): Grant {
   const { protocols, tools, resources, prompts, llm, rate_limits: rateLimits, max_connections: maxConnections, devices } = entry;
+  const budgets = readPrincipalBudgets(entry.budgets, problem);
   const isProtocol = (p: unknown) => (known ? known.includes(p as string) : typeof p === 'string' && p !== '');
   if (protocols !== undefined && (!Array.isArray(protocols) || !protocols.every(isProtocol))) {
     problem(`protocols must be a list of ${known ? known.join(', ') : 'protocol names'}`);
@@ -247,6 +264,7 @@ function readGrant(entry: Record<string, unknown>, problem: (message: string) =>
     toolCallsPerMinute: limits.tool_calls_per_minute as number | undefined,
     maxConnections: maxConnections as number | undefined,
     devices: validDevices ? toolMatcher(devices as string[]) : undefined,
+    budgets,
   });
 }
 

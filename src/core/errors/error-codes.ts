@@ -34,6 +34,8 @@ export const GATEWAY_ERROR_CODES = [
   'DEVICE_BUSY',
   /** The device id is in use: another principal owns it, or (to release it) it is connected. */
   'DEVICE_ID_TAKEN',
+  /** A device's or its principal's budget (LLM tokens, synthesized characters, recognized audio) is spent for the day or month: nothing more is spent until it resets. */
+  'BUDGET_EXCEEDED',
 ] as const;
 
 export type GatewayErrorCode = (typeof GATEWAY_ERROR_CODES)[number];

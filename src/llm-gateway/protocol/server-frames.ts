@@ -112,8 +112,11 @@ export interface ErrorFrame extends TurnFrame {
   type: 'error';
   code: GatewayErrorCode;
   message: string;
-  /** A string for most codes; `{retry_after_s}` (seconds to wait) for RATE_LIMITED. */
-  details?: string | { retry_after_s: number };
+  /**
+   * A string for most codes; `{retry_after_s}` (seconds to wait) for RATE_LIMITED; for
+   * BUDGET_EXCEEDED, which budget is spent: `{meter, period, scope, limit, resets_at}`.
+   */
+  details?: string | { retry_after_s: number } | { meter: string; period: string; scope: string; limit: number; resets_at: string };
   timestamp: string;
 }
 
