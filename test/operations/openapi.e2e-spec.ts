@@ -1,5 +1,6 @@
 import { readFileSync } from 'fs';
 import { join } from 'path';
+import { LIMIT_NAMES } from '../../src/core/budgets/budget-meters';
 import { SAY_BODY_SCHEMA } from '../../src/fleet/push-request';
 import { RunningGateway, startGateway } from '../support/gateway';
 
@@ -29,7 +30,7 @@ describe('OpenAPI description (GET /openapi.json, Swagger UI at /openapi)', () =
   it('describes the fleet routes from their controllers, with the bodies the validation pipes enforce, and is public', async () => {
     const response = await fetch(gateway.http('/openapi.json'));
     expect(response.status).toBe(200);
-    const document = await response.json();
+    const document = (await response.json()) as any;
     expect(document.openapi).toMatch(/^3\./);
     expect(document.info.version).toBe(VERSION);
     expect(document.components.securitySchemes.bearer).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
@@ -42,7 +43,18 @@ describe('OpenAPI description (GET /openapi.json, Swagger UI at /openapi)', () =
     expect(Object.keys(body.properties)).toEqual(Object.keys(SAY_BODY_SCHEMA.properties));
     expect(body.properties.text.example).toBe('Dinner is ready.');
     expect(Object.keys(say.responses)).toEqual(expect.arrayContaining(['401', '404', '429']));
-    for (const path of ['/devices', '/devices/{id}', '/devices/say', '/devices/{id}/turns', '/devices/{id}/release', '/devices/{id}/tools/{tool}'])
+    const budget = document.paths['/devices/{id}/budget'].put.requestBody.content['application/json'].schema;
+    expect(Object.keys(budget.properties)).toEqual([...LIMIT_NAMES]);
+    for (const path of [
+      '/devices',
+      '/devices/{id}',
+      '/devices/say',
+      '/devices/{id}/turns',
+      '/devices/{id}/release',
+      '/devices/{id}/tools/{tool}',
+      '/devices/{id}/usage',
+      '/devices/{id}/budget',
+    ])
       expect(document.paths).toHaveProperty([path]);
     // Nothing only ajv understands leaks into the description.
     expect(keysOf(document).has('errorMessage')).toBe(false);
