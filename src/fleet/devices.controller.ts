@@ -72,7 +72,7 @@ export class DevicesController {
   }
 
   @ApiOperation({ summary: 'One device online' })
-  @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE: not connected, or not the caller\'s', schema: ERROR_BODY_SCHEMA })
+  @ApiResponse({ status: 404, description: "DEVICE_OFFLINE: not connected, or not the caller's", schema: ERROR_BODY_SCHEMA })
   @Get(':id')
   one(@Param('id') id: string, @Req() request: AuthenticatedRequest): DeviceView {
     const entry = this.reachability.visibleDevice({ principal: request.principal }, id);
@@ -110,7 +110,7 @@ export class DevicesController {
     return receiptView(receipt);
   }
 
-  @ApiOperation({ summary: 'A turn started as if the device\'s user had said the text' })
+  @ApiOperation({ summary: "A turn started as if the device's user had said the text" })
   @ApiBody({ schema: openApiSchema(TURN_BODY_SCHEMA) })
   @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE', schema: ERROR_BODY_SCHEMA })
   @Post(':id/turns')
@@ -127,7 +127,7 @@ export class DevicesController {
    * while it is connected.
    */
   @ApiOperation({ summary: 'The owner gives the device id up while the device is offline' })
-  @ApiResponse({ status: 404, description: 'NOT_FOUND: not the caller\'s id', schema: ERROR_BODY_SCHEMA })
+  @ApiResponse({ status: 404, description: "NOT_FOUND: not the caller's id", schema: ERROR_BODY_SCHEMA })
   @ApiResponse({ status: 409, description: 'DEVICE_ID_TAKEN: the device is connected', schema: ERROR_BODY_SCHEMA })
   @Post(':id/release')
   @HttpCode(200)
@@ -137,7 +137,7 @@ export class DevicesController {
   }
 
   /** Calls a tool of the device as agents do (the same catalogue entry, limits, audit and metrics): `{"result"}`, or the failure with its status. */
-  @ApiOperation({ summary: 'Calls a tool of the device as agents do; the body is the tool\'s arguments' })
+  @ApiOperation({ summary: "Calls a tool of the device as agents do; the body is the tool's arguments" })
   @ApiBody({ schema: { type: 'object', additionalProperties: true } })
   @ApiResponse({ status: 200, description: '`{"result"}`' })
   @ApiResponse({ status: 404, description: 'DEVICE_OFFLINE', schema: ERROR_BODY_SCHEMA })

@@ -65,7 +65,11 @@ describe('OpenAPI description (GET /openapi.json, Swagger UI at /openapi)', () =
     expect(ui.status).toBe(200);
     expect(ui.headers.get('content-type')).toMatch(/text\/html/);
     expect(await ui.text()).toContain('swagger');
-    const unauthenticated = await fetch(gateway.http('/devices/kitchen/say'), { method: 'POST', body: '{"text":"hi"}', headers: { 'content-type': 'application/json' } });
+    const unauthenticated = await fetch(gateway.http('/devices/kitchen/say'), {
+      method: 'POST',
+      body: '{"text":"hi"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(unauthenticated.status).toBe(401);
   });
 

@@ -13,7 +13,7 @@ import { DeviceBudgetView, DeviceBudgets, DeviceUsageView } from './device-budge
  */
 @ApiTags('devices')
 @ApiBearerAuth(BEARER_SCHEME)
-@ApiResponse({ status: 404, description: 'NOT_FOUND: the device is not the caller\'s', schema: ERROR_BODY_SCHEMA })
+@ApiResponse({ status: 404, description: "NOT_FOUND: the device is not the caller's", schema: ERROR_BODY_SCHEMA })
 @Controller('devices')
 export class DeviceBudgetsController {
   constructor(private readonly budgets: DeviceBudgets) {}
