@@ -1,3 +1,5 @@
+import { principalLabel } from '../../core/audit/principal-label';
+
 /**
  * What a fleet operator declares to move devices' firmware and endpoints, as it is stored (the
  * same JSON in memory and in Redis) and shown (`/fleet/firmware`, `/fleet/rollouts`, the tools).
@@ -65,4 +67,9 @@ export function groupRank(group: RolloutGroup): number {
 /** The kind of a group, for views and the audit log. */
 export function groupKind(group: RolloutGroup): 'devices' | 'globs' | 'percent' {
   return 'devices' in group ? 'devices' : 'globs' in group ? 'globs' : 'percent';
+}
+
+/** A record as routes and tools show it: its owner as the audit log names principals (a token's name, never its digest). */
+export function recordView<T extends { owner: string }>(record: T): T {
+  return { ...record, owner: principalLabel(record.owner) };
 }

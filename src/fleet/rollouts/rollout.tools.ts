@@ -4,6 +4,7 @@ import type { ToolCallContext } from '../../core/tools/tool-definition';
 import { ToolError } from '../../core/tools/tool-error';
 import { BuiltinTool } from '../../core/tools/tool.decorator';
 import { DeviceRollouts } from './device-rollouts';
+import { recordView } from './rollout-model';
 import { firmwareInput, MAX_BOARDS, MAX_GROUP_DEVICES, MAX_GROUP_GLOBS, rolloutInput } from './rollout-input';
 
 const READ_ONLY = { readOnlyHint: true, openWorldHint: false } as const;
@@ -24,7 +25,7 @@ export class RolloutTools {
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
   })
   async listFirmware(_: unknown, { principal }: ToolCallContext) {
-    return { firmware: await this.run(() => this.rollouts.listFirmware({ principal })) };
+    return { firmware: (await this.run(() => this.rollouts.listFirmware({ principal }))).map(recordView) };
   }
 
   @BuiltinTool({
@@ -46,7 +47,7 @@ export class RolloutTools {
     },
   })
   addFirmware(args: unknown, { principal }: ToolCallContext) {
-    return this.run(() => this.rollouts.addFirmware({ principal }, firmwareInput(args)));
+    return this.run(() => this.rollouts.addFirmware({ principal }, firmwareInput(args))).then(recordView);
   }
 
   @BuiltinTool({
@@ -56,7 +57,7 @@ export class RolloutTools {
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
   })
   async listRollouts(_: unknown, { principal }: ToolCallContext) {
-    return { rollouts: await this.run(() => this.rollouts.listRollouts({ principal })) };
+    return { rollouts: (await this.run(() => this.rollouts.listRollouts({ principal }))).map(recordView) };
   }
 
   @BuiltinTool({
@@ -84,7 +85,7 @@ export class RolloutTools {
     },
   })
   createRollout(args: unknown, { principal }: ToolCallContext) {
-    return this.run(() => this.rollouts.createRollout({ principal }, rolloutInput(args)));
+    return this.run(() => this.rollouts.createRollout({ principal }, rolloutInput(args))).then(recordView);
   }
 
   @BuiltinTool({
@@ -108,7 +109,7 @@ export class RolloutTools {
       if (action === 'widen') return this.rollouts.widen({ principal }, id, percent);
       if (percent !== undefined) throw new ToolError('percent goes with widen only', { code: 'INVALID_MESSAGE' });
       return this.rollouts.setState({ principal }, id, action === 'pause' ? 'paused' : action === 'resume' ? 'active' : 'stopped');
-    });
+    }).then(recordView);
   }
 
   /** A refusal as the tool's failure, its code kept. */

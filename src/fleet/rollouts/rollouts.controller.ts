@@ -4,6 +4,7 @@ import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error'
 import { isPlainObject } from '../../core/plain-object';
 import { DeviceRollouts } from './device-rollouts';
 import { firmwareChange, firmwareInput, rolloutInput } from './rollout-input';
+import { recordView } from './rollout-model';
 
 /**
  * Firmware rollouts over HTTP, behind the bearer check, each principal managing its own records:
@@ -19,23 +20,23 @@ export class RolloutsController {
 
   @Get('firmware')
   async listFirmware(@Req() request: AuthenticatedRequest) {
-    return { firmware: await this.rollouts.listFirmware(request) };
+    return { firmware: (await this.rollouts.listFirmware(request)).map(recordView) };
   }
 
   @Post('firmware')
   @HttpCode(201)
   addFirmware(@Body() body: unknown, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.addFirmware(request, firmwareInput(body));
+    return this.rollouts.addFirmware(request, firmwareInput(body)).then(recordView);
   }
 
   @Get('firmware/:id')
   firmware(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.firmware(request, id);
+    return this.rollouts.firmware(request, id).then(recordView);
   }
 
   @Patch('firmware/:id')
   changeFirmware(@Param('id') id: string, @Body() body: unknown, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.changeFirmware(request, id, firmwareChange(body));
+    return this.rollouts.changeFirmware(request, id, firmwareChange(body)).then(recordView);
   }
 
   @Delete('firmware/:id')
@@ -46,18 +47,18 @@ export class RolloutsController {
 
   @Get('rollouts')
   async listRollouts(@Req() request: AuthenticatedRequest) {
-    return { rollouts: await this.rollouts.listRollouts(request) };
+    return { rollouts: (await this.rollouts.listRollouts(request)).map(recordView) };
   }
 
   @Post('rollouts')
   @HttpCode(201)
   createRollout(@Body() body: unknown, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.createRollout(request, rolloutInput(body));
+    return this.rollouts.createRollout(request, rolloutInput(body)).then(recordView);
   }
 
   @Get('rollouts/:id')
   rollout(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.rollout(request, id);
+    return this.rollouts.rollout(request, id).then(recordView);
   }
 
   @Post('rollouts/:id/widen')
@@ -65,25 +66,25 @@ export class RolloutsController {
   widen(@Param('id') id: string, @Body() body: unknown, @Req() request: AuthenticatedRequest) {
     if (!isPlainObject(body) || Object.keys(body).some((key) => key !== 'percent'))
       throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'The body must be {"percent": <0 to 100>}');
-    return this.rollouts.widen(request, id, body.percent);
+    return this.rollouts.widen(request, id, body.percent).then(recordView);
   }
 
   @Post('rollouts/:id/pause')
   @HttpCode(200)
   pause(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.setState(request, id, 'paused');
+    return this.rollouts.setState(request, id, 'paused').then(recordView);
   }
 
   @Post('rollouts/:id/resume')
   @HttpCode(200)
   resume(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.setState(request, id, 'active');
+    return this.rollouts.setState(request, id, 'active').then(recordView);
   }
 
   @Post('rollouts/:id/stop')
   @HttpCode(200)
   stop(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
-    return this.rollouts.setState(request, id, 'stopped');
+    return this.rollouts.setState(request, id, 'stopped').then(recordView);
   }
 
   @Delete('rollouts/:id')
