@@ -108,7 +108,11 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     expect(created).toMatchObject({ status: 201, body: { id: 'everyone', group: { percent: 100 }, state: 'active', owner: 'name:owner', revision: 1 } });
 
     // Made on B, read by A (within the second A keeps what it read).
-    await eventually(async () => JSON.stringify(await firmwareOffered(inGroup)) === JSON.stringify({ version: '2.5.0', url: BREAD_BUILD.url }), 5000, 'the rollout reaching A');
+    await eventually(
+      async () => JSON.stringify(await firmwareOffered(inGroup)) === JSON.stringify({ version: '2.5.0', url: BREAD_BUILD.url }),
+      5000,
+      'the rollout reaching A',
+    );
     expect(await firmwareOffered(otherBoard)).toEqual(FALLBACK);
     expect(await firmwareOffered(upToDate)).toBeUndefined();
     // A device no one owns yet (it never connected) is in no share: the fallback.
@@ -134,16 +138,16 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     // A reads the rollouts again within a second of any change (the last test's were removed on B).
     await eventually(async () => JSON.stringify(await firmwareOffered(device)) === JSON.stringify(FALLBACK), 5000, 'the fallback at 0 %');
     expect((await post(a.gateway, '/fleet/rollouts/canary/widen', { percent: 100 })).body).toMatchObject({ group: { percent: 100 }, revision: 2 });
-    await eventually(async () => (await firmwareOffered(device) as any)?.version === '2.5.0', 5000, 'the widened rollout');
+    await eventually(async () => ((await firmwareOffered(device)) as any)?.version === '2.5.0', 5000, 'the widened rollout');
 
     const narrowed = await post(b.gateway, '/fleet/rollouts/canary/widen', { percent: 50 });
     expect(narrowed).toMatchObject({ status: 400, body: { error: { code: 'INVALID_MESSAGE', message: expect.stringMatching(/only widens/) } } });
 
     expect((await post(b.gateway, '/fleet/rollouts/canary/pause', {})).body.state).toBe('paused');
-    await eventually(async () => (await firmwareOffered(device) as any)?.version === FALLBACK.version, 5000, 'the paused rollout offering nothing');
+    await eventually(async () => ((await firmwareOffered(device)) as any)?.version === FALLBACK.version, 5000, 'the paused rollout offering nothing');
     expect((await post(b.gateway, '/fleet/rollouts/canary/resume', {})).body.state).toBe('active');
     expect((await post(b.gateway, '/fleet/rollouts/canary/stop', {})).body.state).toBe('stopped');
-    await eventually(async () => (await firmwareOffered(device) as any)?.version === FALLBACK.version, 5000, 'the stopped rollout offering nothing');
+    await eventually(async () => ((await firmwareOffered(device)) as any)?.version === FALLBACK.version, 5000, 'the stopped rollout offering nothing');
     expect((await post(b.gateway, '/fleet/rollouts/canary/resume', {})).body.error.message).toMatch(/stopped for good/);
     expect((await post(b.gateway, '/fleet/rollouts/canary/widen', { percent: 100 })).body.error.message).toMatch(/is stopped/);
   });
@@ -156,14 +160,21 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     expect((await get(b.gateway, `/devices/${id}`, AGENT_TOKEN)).body.instance).not.toBe(bInstance);
 
     // `ops` reaches the lab's boards by its grant, so it may move one by id.
-    const move = await post(a.gateway, '/fleet/rollouts', { id: 'to-b', endpoint: { websocket_url: b.gateway.ws('/xiaozhi/v1/') }, devices: [id] }, AGENT_TOKEN);
+    const move = await post(
+      a.gateway,
+      '/fleet/rollouts',
+      { id: 'to-b', endpoint: { websocket_url: b.gateway.ws('/xiaozhi/v1/') }, devices: [id] },
+      AGENT_TOKEN,
+    );
     expect(move.status).toBe(201);
     device.disconnect();
     const answer = await device.requestConfiguration(a.gateway.http('/xiaozhi/ota/'));
     expect(answer.body.websocket).toEqual({ url: b.gateway.ws('/xiaozhi/v1/'), token: DEVICE_TOKEN });
     await device.connect();
     await eventually(async () => (await get(a.gateway, `/devices/${id}`, AGENT_TOKEN)).body.instance === bInstance, 5000, 'the device on B');
-    expect((await get(a.gateway, `/devices/${id}`, AGENT_TOKEN)).body.rollout).toEqual({ endpoint: { rollout: 'to-b', websocket_url: b.gateway.ws('/xiaozhi/v1/') } });
+    expect((await get(a.gateway, `/devices/${id}`, AGENT_TOKEN)).body.rollout).toEqual({
+      endpoint: { rollout: 'to-b', websocket_url: b.gateway.ws('/xiaozhi/v1/') },
+    });
   });
 
   it("keeps principals apart: a stranger neither sees another's rollouts nor reaches their devices with its own", async () => {
@@ -173,11 +184,21 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     expect((await post(a.gateway, '/fleet/rollouts/mine/stop', {}, STRANGER_TOKEN)).body.error.code).toBe('NOT_FOUND');
     expect((await get(a.gateway, '/fleet/firmware', STRANGER_TOKEN)).body.firmware).toEqual([]);
     // The stranger's rollout may name the id, but the firmware is the stranger's own and the device is not theirs.
-    const theirs = await post(a.gateway, '/fleet/firmware', { id: 'evil', version: '9.9.9', url: 'https://evil.example.com/x.bin', boards: ['*'] }, STRANGER_TOKEN);
+    const theirs = await post(
+      a.gateway,
+      '/fleet/firmware',
+      { id: 'evil', version: '9.9.9', url: 'https://evil.example.com/x.bin', boards: ['*'] },
+      STRANGER_TOKEN,
+    );
     expect(theirs.status).toBe(201);
-    expect((await post(a.gateway, '/fleet/rollouts', { id: 'hijack', firmware_id: 'evil', devices: [device.identity.deviceId], force: true }, STRANGER_TOKEN)).status).toBe(201);
-    expect((await post(a.gateway, '/fleet/rollouts', { firmware_id: 'bread-2.5.0', percent: 100 }, STRANGER_TOKEN)).body.error.message).toMatch(/No firmware entry "bread-2.5.0" of yours/);
-    await eventually(async () => (await firmwareOffered(device) as any)?.version === '2.5.0', 5000, "the owner's rollout");
+    expect(
+      (await post(a.gateway, '/fleet/rollouts', { id: 'hijack', firmware_id: 'evil', devices: [device.identity.deviceId], force: true }, STRANGER_TOKEN))
+        .status,
+    ).toBe(201);
+    expect((await post(a.gateway, '/fleet/rollouts', { firmware_id: 'bread-2.5.0', percent: 100 }, STRANGER_TOKEN)).body.error.message).toMatch(
+      /No firmware entry "bread-2.5.0" of yours/,
+    );
+    await eventually(async () => ((await firmwareOffered(device)) as any)?.version === '2.5.0', 5000, "the owner's rollout");
     // In use, an entry cannot be removed; once its rollout is gone it can.
     const inUse = await fetch(a.gateway.http('/fleet/firmware/evil'), { method: 'DELETE', headers: bearer(STRANGER_TOKEN) });
     expect(inUse.status).toBe(400);
@@ -198,9 +219,17 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     ];
     for (const [path, body, message] of refusals) {
       const { status, body: answer } = await post(b.gateway, path, body);
-      expect({ path, status, message: answer.error?.message }).toEqual({ path, status: answer.error?.code === 'NOT_FOUND' ? 404 : 400, message: expect.stringMatching(message) });
+      expect({ path, status, message: answer.error?.message }).toEqual({
+        path,
+        status: answer.error?.code === 'NOT_FOUND' ? 404 : 400,
+        message: expect.stringMatching(message),
+      });
     }
-    const raw = await fetch(b.gateway.http('/fleet/rollouts'), { method: 'POST', headers: { ...bearer(DEVICE_TOKEN), 'Content-Type': 'application/json' }, body: '{"percent":' });
+    const raw = await fetch(b.gateway.http('/fleet/rollouts'), {
+      method: 'POST',
+      headers: { ...bearer(DEVICE_TOKEN), 'Content-Type': 'application/json' },
+      body: '{"percent":',
+    });
     expect(raw.status).toBe(400);
     expect((await fetch(b.gateway.http('/fleet/rollouts'))).status).toBe(401);
 

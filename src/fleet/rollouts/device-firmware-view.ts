@@ -20,7 +20,15 @@ export async function deviceFirmwareView(rollouts: DeviceRollouts, entry: Device
   const { board, version } = parseUserAgent(entry.userAgent);
   const offer = await rollouts.offerFor({ id: entry.id, userAgent: entry.userAgent }, entry.owner ?? entry.principal).catch(() => ({}) as const);
   const rollout = {
-    ...('firmware' in offer && offer.firmware && { firmware: { rollout: offer.firmware.rollout, firmware_id: offer.firmware.firmware_id, version: offer.firmware.version, offered: offer.firmware.offer !== undefined } }),
+    ...('firmware' in offer &&
+      offer.firmware && {
+        firmware: {
+          rollout: offer.firmware.rollout,
+          firmware_id: offer.firmware.firmware_id,
+          version: offer.firmware.version,
+          offered: offer.firmware.offer !== undefined,
+        },
+      }),
     ...('endpoint' in offer && offer.endpoint && { endpoint: offer.endpoint }),
   };
   return {

@@ -120,7 +120,9 @@ export class DeviceRollouts implements OnApplicationShutdown {
   }
 
   createRollout(caller: FleetCaller, input: RolloutInput): Promise<Rollout> {
-    const details = [input.firmware_id && `firmware ${input.firmware_id}`, input.endpoint && 'endpoint', `${groupKind(input.group)} group`].filter(Boolean).join(', ');
+    const details = [input.firmware_id && `firmware ${input.firmware_id}`, input.endpoint && 'endpoint', `${groupKind(input.group)} group`]
+      .filter(Boolean)
+      .join(', ');
     return this.audited(caller, 'rollout_create', input.id ?? 'new', details, async (owner) => {
       if (input.firmware_id !== undefined) await this.firmware(caller, input.firmware_id);
       const now = new Date().toISOString();
@@ -147,7 +149,10 @@ export class DeviceRollouts implements OnApplicationShutdown {
     return this.audited(caller, 'rollout_widen', id, `percent -> ${wanted}`, () =>
       this.update(this.store.rollouts, caller, id, 'rollout', (rollout) => {
         if (!('percent' in rollout.group))
-          throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Rollout "${id}" names its devices by ${groupKind(rollout.group)}: only a percent group widens`);
+          throw new GatewayError(
+            GatewayErrorCode.INVALID_MESSAGE,
+            `Rollout "${id}" names its devices by ${groupKind(rollout.group)}: only a percent group widens`,
+          );
         if (rollout.state === 'stopped') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Rollout "${id}" is stopped: start a new one`);
         if (wanted < rollout.group.percent)
           throw new GatewayError(
@@ -175,7 +180,8 @@ export class DeviceRollouts implements OnApplicationShutdown {
   removeRollout(caller: FleetCaller, id: string): Promise<Rollout> {
     return this.audited(caller, 'rollout_remove', id, undefined, async () => {
       const rollout = await this.rollout(caller, id);
-      if (rollout.state !== 'stopped') throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Rollout "${id}" is ${rollout.state}: stop it before removing it`);
+      if (rollout.state !== 'stopped')
+        throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Rollout "${id}" is ${rollout.state}: stop it before removing it`);
       await this.write(() => this.store.rollouts.remove(id, rollout.revision), 'rollout', id);
       return rollout;
     });
@@ -239,7 +245,8 @@ export class DeviceRollouts implements OnApplicationShutdown {
         return changed;
       }
       if (outcome === 'gone') throw new GatewayError(GatewayErrorCode.NOT_FOUND, `No ${kind} "${id}" of yours`);
-      if (attempt >= WRITE_ATTEMPTS) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `The ${kind} "${id}" is being changed by someone else at the same time: look again and retry`);
+      if (attempt >= WRITE_ATTEMPTS)
+        throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `The ${kind} "${id}" is being changed by someone else at the same time: look again and retry`);
     }
   }
 
@@ -272,6 +279,7 @@ export class DeviceRollouts implements OnApplicationShutdown {
 
 /** The principal records are kept under: rollouts belong to someone, so an in-process caller on nobody's behalf has none. */
 function ownerOf(caller: FleetCaller): string {
-  if (caller.principal === undefined) throw new GatewayError(GatewayErrorCode.UNAUTHORIZED, 'Firmware entries and rollouts belong to a principal: call with a token');
+  if (caller.principal === undefined)
+    throw new GatewayError(GatewayErrorCode.UNAUTHORIZED, 'Firmware entries and rollouts belong to a principal: call with a token');
   return caller.principal;
 }

@@ -18,7 +18,13 @@ describe('what firmware entries and rollouts accept', () => {
   it('takes a firmware entry and a rollout as documented', () => {
     expect(firmwareInput({ ...FIRMWARE, id: 'box-2.5.0', notes: 'audio fix' })).toEqual({ ...FIRMWARE, id: 'box-2.5.0', notes: 'audio fix' });
     expect(rolloutInput({ firmware_id: 'box-2.5.0', percent: 12.5 })).toEqual({ firmware_id: 'box-2.5.0', group: { percent: 12.5 }, state: 'active' });
-    expect(rolloutInput({ endpoint: { websocket_url: 'wss://b.example.com/xiaozhi/v1/', mqtt_endpoint: 'mqtt.example.com:8883' }, devices: ['aa:bb', 'aa:bb'], state: 'paused' })).toEqual({
+    expect(
+      rolloutInput({
+        endpoint: { websocket_url: 'wss://b.example.com/xiaozhi/v1/', mqtt_endpoint: 'mqtt.example.com:8883' },
+        devices: ['aa:bb', 'aa:bb'],
+        state: 'paused',
+      }),
+    ).toEqual({
       endpoint: { websocket_url: 'wss://b.example.com/xiaozhi/v1/', mqtt_endpoint: 'mqtt.example.com:8883' },
       group: { devices: ['aa:bb'] },
       state: 'paused',

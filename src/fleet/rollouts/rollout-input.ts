@@ -50,7 +50,11 @@ export function firmwareInput(body: unknown): FirmwareInput {
   if (problem) throw refuse(`version: ${problem}`);
   if (fields.url === undefined) throw refuse('url is required');
   if (fields.boards === undefined) throw refuse('boards is required: the board names (globs) this build is for, ["*"] for every board');
-  return { ...optionalId(fields.id), version: fields.version as string, ...firmwareChange({ url: fields.url, boards: fields.boards, notes: fields.notes }) } as FirmwareInput;
+  return {
+    ...optionalId(fields.id),
+    version: fields.version as string,
+    ...firmwareChange({ url: fields.url, boards: fields.boards, notes: fields.notes }),
+  } as FirmwareInput;
 }
 
 /** The body of `PATCH /fleet/firmware/<id>`. */
@@ -60,7 +64,8 @@ export function firmwareChange(body: unknown): FirmwareChange {
   if (fields.url !== undefined) change.url = urlOf('url', fields.url, ['http:', 'https:']);
   if (fields.boards !== undefined) change.boards = boardsOf(fields.boards);
   if (fields.notes !== undefined) {
-    if (typeof fields.notes !== 'string' || fields.notes.length > MAX_NOTES_CHARS) throw refuse(`notes must be a string of at most ${MAX_NOTES_CHARS} characters`);
+    if (typeof fields.notes !== 'string' || fields.notes.length > MAX_NOTES_CHARS)
+      throw refuse(`notes must be a string of at most ${MAX_NOTES_CHARS} characters`);
     change.notes = fields.notes;
   }
   return change;
@@ -75,7 +80,8 @@ export function rolloutInput(body: unknown): RolloutInput {
   if (fields.force && fields.firmware_id === undefined) throw refuse('force goes with firmware_id');
   const endpoint = fields.endpoint === undefined ? undefined : endpointOf(fields.endpoint);
   if (fields.firmware_id === undefined && endpoint === undefined) throw refuse('A rollout offers a firmware_id, an endpoint, or both');
-  if (fields.state !== undefined && fields.state !== 'active' && fields.state !== 'paused') throw refuse('state must be "active" or "paused" (the default is active)');
+  if (fields.state !== undefined && fields.state !== 'active' && fields.state !== 'paused')
+    throw refuse('state must be "active" or "paused" (the default is active)');
   return {
     ...optionalId(fields.id),
     ...(fields.firmware_id !== undefined && { firmware_id: fields.firmware_id as string }),
@@ -88,10 +94,8 @@ export function rolloutInput(body: unknown): RolloutInput {
 
 /** A share in percent: 0 to 100, in hundredths at most. */
 export function percentOf(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 100)
-    throw refuse('percent must be a number from 0 to 100');
-  if (Math.abs(Math.round(value * 100) - value * 100) > 1e-6)
-    throw refuse('percent is counted in hundredths: 12.5 or 0.25, not 0.125');
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 100) throw refuse('percent must be a number from 0 to 100');
+  if (Math.abs(Math.round(value * 100) - value * 100) > 1e-6) throw refuse('percent is counted in hundredths: 12.5 or 0.25, not 0.125');
   return Math.round(value * 100) / 100;
 }
 
@@ -109,7 +113,8 @@ function groupOf(fields: Record<string, unknown>): RolloutGroup {
   }
   const globs = listOf('globs', fields.globs, MAX_GROUP_GLOBS);
   for (const glob of globs)
-    if (!isDeviceGlob(glob)) throw refuse(`globs: ${JSON.stringify(String(glob).slice(0, 80))} is not a device glob (device id characters and at least one *, 128 at most)`);
+    if (!isDeviceGlob(glob))
+      throw refuse(`globs: ${JSON.stringify(String(glob).slice(0, 80))} is not a device glob (device id characters and at least one *, 128 at most)`);
   return { globs: [...new Set(globs as string[])] };
 }
 

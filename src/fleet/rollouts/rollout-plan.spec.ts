@@ -48,9 +48,16 @@ describe('the rollout plan', () => {
     const plan = new RolloutPlan([rollout('r', { percent: 100 }, { firmware_id: 'fw-2' })], entries);
     expect((await plan.offerFor(device('d', { version: '2.0.0' }), ownOnly)).firmware).toEqual({ rollout: 'r', firmware_id: 'fw-2', version: '2.0.0' });
     expect((await plan.offerFor(device('d', { version: '2.1.0' }), ownOnly)).firmware?.offer).toBeUndefined();
-    expect((await plan.offerFor(device('d', { version: undefined }), ownOnly)).firmware?.offer).toEqual({ version: '2.0.0', url: 'https://fw.example.com/fw-2.bin' });
+    expect((await plan.offerFor(device('d', { version: undefined }), ownOnly)).firmware?.offer).toEqual({
+      version: '2.0.0',
+      url: 'https://fw.example.com/fw-2.bin',
+    });
     const back = new RolloutPlan([rollout('back', { percent: 100 }, { firmware_id: 'fw-2', force: true })], entries);
-    expect((await back.offerFor(device('d', { version: '2.1.0' }), ownOnly)).firmware?.offer).toEqual({ version: '2.0.0', url: 'https://fw.example.com/fw-2.bin', force: 1 });
+    expect((await back.offerFor(device('d', { version: '2.1.0' }), ownOnly)).firmware?.offer).toEqual({
+      version: '2.0.0',
+      url: 'https://fw.example.com/fw-2.bin',
+      force: 1,
+    });
     expect((await back.offerFor(device('d', { version: '2.0.0' }), ownOnly)).firmware?.offer).toBeUndefined();
   });
 
@@ -64,7 +71,10 @@ describe('the rollout plan', () => {
   });
 
   it("takes a share of the owner's own devices only, and ids and globs only of devices the owner reaches", async () => {
-    const plan = new RolloutPlan([rollout('ids', { devices: ['theirs'] }, { firmware_id: 'fw-2' }), rollout('all', { percent: 100 }, { firmware_id: 'fw-3' })], entries);
+    const plan = new RolloutPlan(
+      [rollout('ids', { devices: ['theirs'] }, { firmware_id: 'fw-2' }), rollout('all', { percent: 100 }, { firmware_id: 'fw-3' })],
+      entries,
+    );
     expect(await plan.offerFor(device('theirs', { owner: 'someone-else' }), ownOnly)).toEqual({});
     const granted: ReachTest = (owner, id, deviceOwner) => owner === deviceOwner || id === 'theirs';
     expect((await plan.offerFor(device('theirs', { owner: 'someone-else' }), granted)).firmware?.rollout).toBe('ids');

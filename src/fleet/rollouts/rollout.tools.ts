@@ -32,14 +32,20 @@ export class RolloutTools {
     name: 'fleet_firmware_add',
     presentation: { title: 'Declare a firmware build', annotations: CHANGES },
     description:
-      'Declares a firmware build devices may be offered by a rollout: its version (numbers and dots, as the firmware compares them), where devices download it, and the boards (names or globs of the User-Agent\'s first half) it is built for.',
+      "Declares a firmware build devices may be offered by a rollout: its version (numbers and dots, as the firmware compares them), where devices download it, and the boards (names or globs of the User-Agent's first half) it is built for.",
     inputSchema: {
       type: 'object',
       properties: {
         id: { type: 'string', description: 'Its id (letters, digits, . _ -); made up when absent', examples: ['box3-2.5.0'] },
         version: { type: 'string', description: 'The version, numbers separated by dots', examples: ['2.5.0'] },
         url: { type: 'string', description: 'The http or https URL of the .bin' },
-        boards: { type: 'array', items: { type: 'string' }, maxItems: MAX_BOARDS, description: 'Board names or globs; ["*"] for every board', examples: [['esp-box-3']] },
+        boards: {
+          type: 'array',
+          items: { type: 'string' },
+          maxItems: MAX_BOARDS,
+          description: 'Board names or globs; ["*"] for every board',
+          examples: [['esp-box-3']],
+        },
         notes: { type: 'string' },
       },
       required: ['version', 'url', 'boards'],

@@ -1,6 +1,9 @@
 import { inShare, shareBucket, SHARE_BUCKETS } from './stable-share';
 
-const ids = Array.from({ length: 10_000 }, (_, i) => `aa:bb:cc:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}:01`);
+const ids = Array.from(
+  { length: 10_000 },
+  (_, i) => `aa:bb:cc:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}:01`,
+);
 
 describe('a stable share of devices', () => {
   it.each([1, 10, 30, 50, 99.5])('puts %s %% of 10 000 devices in, within a tolerance of 1 point', (percent) => {

@@ -55,7 +55,13 @@ export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
 }
 
 /** The answer for a device, at `now`, reaching the gateway at `baseUrl`, with what its rollouts change. */
-export function configurationAnswer(config: GatewayConfig, baseUrl: string, now = new Date(), mqtt?: MqttSection, overrides: AnswerOverrides = {}): ConfigurationAnswer {
+export function configurationAnswer(
+  config: GatewayConfig,
+  baseUrl: string,
+  now = new Date(),
+  mqtt?: MqttSection,
+  overrides: AnswerOverrides = {},
+): ConfigurationAnswer {
   const wsBase = baseUrl.replace(/^http/, 'ws');
   const firmware = overrides.firmware === undefined ? config.xiaozhi.firmware : (overrides.firmware ?? undefined);
   return {
