@@ -8,6 +8,7 @@ import { join } from 'path';
 import { ReplicaMessaging } from '../../src/fleet/replicas/replica-messaging';
 import { bearer, eventually, GatewayAddress, getJson, postJson } from '../support/fleet-client';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
+import { MqttXiaozhiDevice } from '../support/xiaozhi/mqtt-device';
 import { XiaozhiDevice, XiaozhiDeviceOptions } from '../support/xiaozhi/xiaozhi-device';
 import { AGENT_TOKEN, bootDevice, DEVICE_TOKEN, startXiaozhiStack, XiaozhiStack } from '../support/xiaozhi/xiaozhi-stack';
 
@@ -246,5 +247,47 @@ describe('xiaozhi firmware rollouts across two replicas', () => {
     } finally {
       await agent.close();
     }
+  });
+});
+
+describe('an MQTT endpoint move', () => {
+  const tokensDir = mkdtempSync(join(tmpdir(), 'vtg-rollouts-mqtt-'));
+  const tokensFile = join(tokensDir, 'tokens.yaml');
+  writeFileSync(tokensFile, TOKENS, { mode: 0o600 });
+  let stack: XiaozhiStack;
+  const devices: MqttXiaozhiDevice[] = [];
+
+  beforeAll(async () => {
+    stack = await startXiaozhiStack({
+      AUTH_TOKENS: '',
+      AUTH_TOKENS_FILE: tokensFile,
+      XIAOZHI_MQTT_PORT: 0,
+      XIAOZHI_MQTT_HOST: '127.0.0.1',
+      XIAOZHI_TRANSPORT: 'mqtt',
+    });
+  });
+
+  afterAll(async () => {
+    await Promise.all(devices.splice(0).map((device) => device.close()));
+    await stack?.close();
+    rmSync(tokensDir, { recursive: true, force: true });
+  });
+
+  it("gives the devices of the rollout the new endpoint, their own credentials kept, and the others the gateway's", async () => {
+    const moved = new MqttXiaozhiDevice({ deviceId: 'aa:bb:cc:20:00:01' });
+    const stays = new MqttXiaozhiDevice({ deviceId: 'aa:bb:cc:20:00:02' });
+    devices.push(moved, stays);
+    await moved.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    const before = { ...moved.configuration.mqtt };
+    // `ops` reaches the lab's boards by its grant, even before they first connect.
+    const move = await postJson(stack.gateway, '/fleet/rollouts', AGENT_TOKEN, {
+      endpoint: { mqtt_endpoint: 'mqtt-eu.example.com:8883' },
+      globs: ['aa:bb:cc:20:00:0*1'],
+    });
+    expect(move.status).toBe(201);
+    await moved.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    await stays.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    expect(moved.configuration.mqtt).toEqual({ ...before, endpoint: 'mqtt-eu.example.com:8883' });
+    expect(stays.configuration.mqtt.endpoint).toBe(before.endpoint);
   });
 });
