@@ -16,9 +16,11 @@ import { SchemaValidationPipe } from '../core/validation/schema-validation.pipe'
 import { DevicePushes } from './device-pushes';
 import { FAN_OUT_BODY_SCHEMA, PushBody, SAY_BODY_SCHEMA, TURN_BODY_SCHEMA } from './push-request';
 import { Reachability } from './reachability';
+import { DeviceRollouts } from './rollouts/device-rollouts';
+import { deviceFirmwareView, DeviceFirmwareView } from './rollouts/device-firmware-view';
 
 /** A device as the HTTP routes show it. */
-export interface DeviceView {
+export interface DeviceView extends DeviceFirmwareView {
   id: string;
   /** The protocol it speaks (`llm`, `xiaozhi`). */
   protocol: string;
@@ -29,7 +31,7 @@ export interface DeviceView {
   tools: { name: string; agent_name: string; description: string; input_schema: unknown; visibility: string }[];
 }
 
-const viewOf = (entry: DeviceEntry): DeviceView => ({
+const viewOf = (entry: DeviceEntry): Omit<DeviceView, keyof DeviceFirmwareView> => ({
   id: entry.id,
   protocol: entry.protocol ?? 'llm',
   ...(entry.userAgent !== undefined && { user_agent: entry.userAgent }),
@@ -62,22 +64,28 @@ export class DevicesController {
     private readonly reachability: Reachability,
     private readonly pushes: DevicePushes,
     private readonly toolCalls: ToolCallService,
+    private readonly rollouts: DeviceRollouts,
   ) {}
 
   @ApiOperation({ summary: 'The devices online that the caller may reach, on every replica' })
   @Get()
-  list(@Req() request: AuthenticatedRequest): { devices: DeviceView[] } {
-    const devices = this.reachability.visibleDevices({ principal: request.principal }).map(viewOf);
-    return { devices: devices.sort((a, b) => a.id.localeCompare(b.id)) };
+  async list(@Req() request: AuthenticatedRequest): Promise<{ devices: DeviceView[] }> {
+    const entries = this.reachability.visibleDevices({ principal: request.principal }).sort((a, b) => a.id.localeCompare(b.id));
+    return { devices: await Promise.all(entries.map((entry) => this.view(entry))) };
   }
 
   @ApiOperation({ summary: 'One device online' })
   @ApiResponse({ status: 404, description: "DEVICE_OFFLINE: not connected, or not the caller's", schema: ERROR_BODY_SCHEMA })
   @Get(':id')
-  one(@Param('id') id: string, @Req() request: AuthenticatedRequest): DeviceView {
+  async one(@Param('id') id: string, @Req() request: AuthenticatedRequest): Promise<DeviceView> {
     const entry = this.reachability.visibleDevice({ principal: request.principal }, id);
     if (!entry) throw new GatewayError(GatewayErrorCode.DEVICE_OFFLINE, `Device "${id}" is not connected`);
-    return viewOf(entry);
+    return this.view(entry);
+  }
+
+  /** The device with its running firmware and what its rollouts offer it. */
+  private async view(entry: DeviceEntry): Promise<DeviceView> {
+    return { ...viewOf(entry), ...(await deviceFirmwareView(this.rollouts, entry)) };
   }
 
   /**

@@ -17,6 +17,10 @@ import { FleetTools } from './fleet.tools';
 import { LocalDevices } from './local-devices';
 import { Reachability } from './reachability';
 import { ReplicaMessaging } from './replicas/replica-messaging';
+import { DeviceRollouts } from './rollouts/device-rollouts';
+import { MemoryRolloutStore, RedisRolloutStore, ROLLOUT_STORE, RolloutStore } from './rollouts/rollout-store';
+import { RolloutsController } from './rollouts/rollouts.controller';
+import { RolloutTools } from './rollouts/rollout.tools';
 
 /**
  * Every device reachable, whatever protocol it speaks, each job in its own part:
@@ -28,7 +32,8 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
  * - `Reachability`: who may reach which device, and who owns each id;
  * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
  * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
- * Also the `/devices` routes and the `device_say` and `release_device` tools.
+ * - `DeviceRollouts`: firmware rollouts and endpoint moves, offered in devices' configuration answers.
+ * Also the `/devices` and `/fleet` routes, the `device_say` and `release_device` tools and the rollouts' tools.
  */
 @Module({
   imports: [HealthModule],
@@ -44,9 +49,17 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
     FleetTools,
     DeviceBudgets,
     BudgetTools,
+    {
+      provide: ROLLOUT_STORE,
+      inject: [GatewayState],
+      useFactory: (state: GatewayState) =>
+        state.choose<RolloutStore | Promise<RolloutStore>>({ memory: () => new MemoryRolloutStore(), redis: (redis) => RedisRolloutStore.connect(redis) }),
+    },
+    DeviceRollouts,
+    RolloutTools,
   ],
-  controllers: [DevicesController, DeviceBudgetsController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
+  controllers: [DevicesController, DeviceBudgetsController, RolloutsController],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

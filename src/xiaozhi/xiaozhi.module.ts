@@ -10,6 +10,7 @@ import { CLOSE_GOING_AWAY } from '../core/ws/gateway-ws.adapter';
 import { HealthChecks } from '../health/health-checks';
 import { HealthModule } from '../health/health.module';
 import { LlmGatewayModule } from '../llm-gateway/llm-gateway.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { DeviceMcpTools } from './device-mcp-tools';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords, MemoryDeviceBootRecords, RedisDeviceBootRecords } from './ota/device-boot-records';
 import { GatewayState } from '../core/state/gateway-state';
@@ -27,7 +28,7 @@ import { XiaozhiMqttServer } from './mqtt/xiaozhi-mqtt.server';
  * ({@link SpeechEnginesModule}) and the LLM gateway's turn engine.
  */
 @Module({
-  imports: [HealthModule, LlmGatewayModule, SpeechEnginesModule.register()],
+  imports: [HealthModule, LlmGatewayModule, FleetModule, SpeechEnginesModule.register()],
   controllers: [XiaozhiOtaController],
   providers: [
     XiaozhiGateway,

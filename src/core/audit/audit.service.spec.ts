@@ -183,6 +183,16 @@ describe('AuditService', () => {
     ]);
   });
 
+  it('writes one line per fleet change, with its details when it has some', () => {
+    const audit = start();
+    audit.fleetChange({ principal: 'token:0123456789abcdef', action: 'rollout_widen', target: 'canary', outcome: 'ok', details: 'percent 10 -> 30' });
+    audit.fleetChange({ principal: { name: 'ops' }, action: 'firmware_remove', target: 'fw-1', outcome: 'INVALID_MESSAGE' });
+    expect(log.audit).toEqual([
+      { event: 'fleet_change', token: 'token#01234567', action: 'rollout_widen', target: 'canary', outcome: 'ok', details: 'percent 10 -> 30' },
+      { event: 'fleet_change', token: 'ops', action: 'firmware_remove', target: 'fw-1', outcome: 'INVALID_MESSAGE' },
+    ]);
+  });
+
   it('writes key=value text when the log format is text', () => {
     start({ CLOUD_LOG_FORMAT: 'text' });
     call('echo', { text: 'a' }, { principal: 'anonymous', protocol: 'mcp' });

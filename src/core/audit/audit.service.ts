@@ -61,6 +61,29 @@ export interface TurnAuditLine {
   answer?: string;
 }
 
+/** One change a principal made to how the fleet is run (firmware entries, rollouts): who, what, on which record, and whether it took. */
+export interface FleetChangeAuditLine {
+  event: 'fleet_change';
+  token: string;
+  /** `firmware_add`, `rollout_widen`, ... */
+  action: string;
+  /** The record's id. */
+  target: string;
+  /** `ok`, or the refusal's code. */
+  outcome: string;
+  /** What changed, in a few words (`percent 10 -> 30`): never a secret. */
+  details?: string;
+}
+
+/** A fleet change as its service tells it. */
+export interface FleetChangeRecord {
+  principal: PrincipalLike;
+  action: string;
+  target: string;
+  outcome: string;
+  details?: string;
+}
+
 /** What the turn service tells about a turn that has ended. */
 export interface TurnRecord {
   principal: PrincipalLike;
@@ -155,6 +178,19 @@ export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnM
     this.write(line);
   }
 
+  /** Writes a fleet change's line. */
+  fleetChange(record: FleetChangeRecord): void {
+    if (!this.enabled) return;
+    this.write({
+      event: 'fleet_change',
+      token: principalLabel(record.principal),
+      action: record.action,
+      target: clipForAudit(record.target),
+      outcome: record.outcome,
+      ...(record.details !== undefined && { details: clipForAudit(record.details) }),
+    });
+  }
+
   private toolCall(call: PreparedToolCall, options: InvokeOptions, outcome: ToolOutcome): void {
     const line: ToolCallAuditLine = {
       event: 'tool_call',
@@ -175,7 +211,7 @@ export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnM
     this.write(line);
   }
 
-  private write(line: ToolCallAuditLine | TurnAuditLine | ContextRequestAuditLine): void {
+  private write(line: ToolCallAuditLine | TurnAuditLine | ContextRequestAuditLine | FleetChangeAuditLine): void {
     this.logger.log(this.json ? line : asText(line));
   }
 }

@@ -19,6 +19,20 @@ describe('the xiaozhi configuration answer', () => {
     expect(answer.firmware).toEqual({ version: '1.9.0', url: 'https://fw.example.com/xiaozhi-1.9.0.bin' });
   });
 
+  it("puts a rollout's firmware and endpoint in place of the gateway's, and leaves the firmware out when the rollout says none", () => {
+    const config = loadGatewayConfig({ XIAOZHI_FIRMWARE_VERSION: '1.9.0', XIAOZHI_FIRMWARE_URL: 'https://fw.example.com/xiaozhi-1.9.0.bin' });
+    const base = 'http://gw.example.com';
+    const moved = configurationAnswer(config, base, at, undefined, {
+      firmware: { version: '2.0.1', url: 'https://fw.example.com/box-2.0.1.bin', force: 1 },
+      websocketUrl: 'wss://new.example.com/xiaozhi/v1/',
+    });
+    expect(moved.firmware).toEqual({ version: '2.0.1', url: 'https://fw.example.com/box-2.0.1.bin', force: 1 });
+    expect(moved.websocket?.url).toBe('wss://new.example.com/xiaozhi/v1/');
+    expect(configurationAnswer(config, base, at, undefined, { firmware: null }).firmware).toBeUndefined();
+    const mqtt = { endpoint: 'gw.example.com:1883', client_id: 'c', username: 'u', password: 'p', publish_topic: 't', keepalive: 240 };
+    expect(configurationAnswer(config, base, at, mqtt as never, { mqttEndpoint: 'mqtt2.example.com:8883' }).mqtt?.endpoint).toBe('mqtt2.example.com:8883');
+  });
+
   it('refuses a firmware version without its URL', () => {
     expect(() => loadGatewayConfig({ XIAOZHI_FIRMWARE_VERSION: '1.9.0' })).toThrow(/XIAOZHI_FIRMWARE_VERSION and XIAOZHI_FIRMWARE_URL go together/);
   });

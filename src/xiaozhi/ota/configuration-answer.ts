@@ -15,7 +15,24 @@ export interface ConfigurationAnswer {
   /** With `XIAOZHI_TRANSPORT=mqtt`, in place of `websocket`: the firmware then speaks MQTT + UDP. */
   mqtt?: MqttSection;
   server_time: { timestamp: number; timezone_offset: number };
-  firmware?: { version: string; url: string };
+  firmware?: FirmwareBlock;
+}
+
+/** The `firmware` block: the firmware takes it when `version` is newer than its own, or whatever it is with `force: 1`. */
+export interface FirmwareBlock {
+  version: string;
+  url: string;
+  force?: 1;
+}
+
+/** What the fleet's rollouts change in one device's answer (`src/fleet/rollouts`). */
+export interface AnswerOverrides {
+  /** In place of `XIAOZHI_FIRMWARE_*`: the device's group's firmware, or `null` for none (it already runs it, or the rollouts could not be read). */
+  firmware?: FirmwareBlock | null;
+  /** The session's URL, in place of this gateway's: the firmware stores it, so the device moves without reflashing. */
+  websocketUrl?: string;
+  /** The MQTT endpoint (`host:port`), in place of this gateway's. */
+  mqttEndpoint?: string;
 }
 
 /** The `mqtt` section: the MQTT server's public endpoint and the device's own credentials (`main/protocols/mqtt_protocol.cc` reads these names). */
@@ -37,12 +54,21 @@ export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
   return Math.round((local - Math.floor(at.getTime() / 60_000) * 60_000) / 60_000);
 }
 
-/** The answer for a device, at `now`, reaching the gateway at `baseUrl`. */
-export function configurationAnswer(config: GatewayConfig, baseUrl: string, now = new Date(), mqtt?: MqttSection): ConfigurationAnswer {
+/** The answer for a device, at `now`, reaching the gateway at `baseUrl`, with what its rollouts change. */
+export function configurationAnswer(
+  config: GatewayConfig,
+  baseUrl: string,
+  now = new Date(),
+  mqtt?: MqttSection,
+  overrides: AnswerOverrides = {},
+): ConfigurationAnswer {
   const wsBase = baseUrl.replace(/^http/, 'ws');
+  const firmware = overrides.firmware === undefined ? config.xiaozhi.firmware : (overrides.firmware ?? undefined);
   return {
-    ...(mqtt ? { mqtt } : { websocket: { url: `${wsBase}${XIAOZHI_SESSION_PATH}`, token: config.xiaozhi.deviceToken ?? '' } }),
+    ...(mqtt
+      ? { mqtt: overrides.mqttEndpoint === undefined ? mqtt : { ...mqtt, endpoint: overrides.mqttEndpoint } }
+      : { websocket: { url: overrides.websocketUrl ?? `${wsBase}${XIAOZHI_SESSION_PATH}`, token: config.xiaozhi.deviceToken ?? '' } }),
     server_time: { timestamp: now.getTime(), timezone_offset: timeZoneOffsetMinutes(config.tools.defaultTimezone, now) },
-    ...(config.xiaozhi.firmware && { firmware: { ...config.xiaozhi.firmware } }),
+    ...(firmware && { firmware: { ...firmware } }),
   };
 }

@@ -3,9 +3,11 @@ import type { Request } from 'express';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { Public } from '../../core/auth/route-access';
 import { deviceIdProblem } from '../../fleet/device-id';
+import { DeviceRollouts } from '../../fleet/rollouts/device-rollouts';
 import { MQTT_KEEPALIVE_S, XiaozhiMqttServer } from '../mqtt/xiaozhi-mqtt.server';
 import { configurationAnswer, ConfigurationAnswer, MqttSection, publicBaseUrl } from './configuration-answer';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './device-boot-records';
+import { rolloutOverrides } from './rollout-overrides';
 
 const header = (request: Request, name: string): string | undefined => {
   const value = request.headers[name];
@@ -28,6 +30,7 @@ export class XiaozhiOtaController {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(DEVICE_BOOT_RECORDS) private readonly boots: DeviceBootRecords,
     @Optional() private readonly mqtt?: XiaozhiMqttServer,
+    @Optional() private readonly rollouts?: DeviceRollouts,
   ) {}
 
   @Post()
@@ -50,7 +53,8 @@ export class XiaozhiOtaController {
     await this.boots.record(boot).catch((error: Error) => this.logger.warn(`Device ${boot.deviceId}: its board was not recorded: ${error.message}`));
     this.logger.log(`Device ${boot.deviceId} asked for its configuration (${boot.userAgent ?? 'no User-Agent'}, client ${boot.clientId ?? 'none'})`);
     const baseUrl = publicBaseUrl(this.config, request.headers.host, request.secure);
-    return configurationAnswer(this.config, baseUrl, new Date(), this.mqttSection(boot.deviceId, baseUrl));
+    const overrides = await rolloutOverrides(this.rollouts, boot, request.body, this.logger);
+    return configurationAnswer(this.config, baseUrl, new Date(), this.mqttSection(boot.deviceId, baseUrl), overrides);
   }
 
   /** With `XIAOZHI_TRANSPORT=mqtt`: the device's own MQTT credentials, and the endpoint (`XIAOZHI_MQTT_PUBLIC_ENDPOINT`, else the base URL's host and the MQTT port). */
