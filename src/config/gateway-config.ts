@@ -170,6 +170,11 @@ export interface GatewayConfig {
       secret: string;
       udpPort: number;
       udpPublicHost?: string;
+      /** Connections held at once, and per remote address (0: no limit). */
+      maxConnections: number;
+      maxConnectionsPerAddress: number;
+      /** PEM certificate and key files: MQTT over TLS when set. */
+      tls?: { certFile: string; keyFile: string };
     };
   };
   /** When a voice device's user starts and stops talking. */
@@ -421,6 +426,12 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
               secret: env.XIAOZHI_MQTT_SECRET ?? `xiaozhi-device-token:${env.XIAOZHI_DEVICE_TOKEN ?? ''}`,
               udpPort: env.XIAOZHI_UDP_PORT ?? env.XIAOZHI_MQTT_PORT,
               udpPublicHost: env.XIAOZHI_UDP_PUBLIC_HOST,
+              maxConnections: env.XIAOZHI_MQTT_MAX_CONNECTIONS,
+              maxConnectionsPerAddress: env.XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS,
+              tls:
+                env.XIAOZHI_MQTT_TLS_CERT === undefined || env.XIAOZHI_MQTT_TLS_KEY === undefined
+                  ? undefined
+                  : { certFile: env.XIAOZHI_MQTT_TLS_CERT, keyFile: env.XIAOZHI_MQTT_TLS_KEY },
             },
     },
     voice: {
