@@ -1248,7 +1248,8 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'xiaozhi',
-    about: 'MQTT connections one remote address may hold on the embedded MQTT server; one more is refused at accept. 0: no limit (devices behind one NAT share an address).',
+    about:
+      'MQTT connections one remote address may hold on the embedded MQTT server; one more is refused at accept. 0: no limit (devices behind one NAT share an address).',
   })
   @NumberFromEnv()
   @IsInt()

@@ -144,7 +144,9 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
     // A packet announcing 200 MB: the connection ends at its header, whatever follows.
     const memoryBefore = settledMemory();
     const huge = await raw();
-    await huge.write(connectPacket({ clientId: device.deviceId, username: device.deviceId, password: String(device.configuration.mqtt.password), keepaliveS: 60 }));
+    await huge.write(
+      connectPacket({ clientId: device.deviceId, username: device.deviceId, password: String(device.configuration.mqtt.password), keepaliveS: 60 }),
+    );
     expect(await huge.connack()).toBe(0);
     await huge.write(publishHeader(200 * 1024 * 1024));
     for (let chunk = 0; chunk < 64 && !huge.isClosed; chunk++) await huge.write(Buffer.alloc(64 * 1024, 0x41));
@@ -192,7 +194,11 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
     // The ones held send CONNECTs with a wrong password: each refused and closed.
     const badCredentials = await metric('mqtt_bad_credentials');
     const open = flood.filter((connection) => !connection.isClosed);
-    await Promise.all(open.map((connection, index) => connection.write(connectPacket({ clientId: `flood-${index}`, username: `flood-${index}`, password: 'x', keepaliveS: 60 }))));
+    await Promise.all(
+      open.map((connection, index) =>
+        connection.write(connectPacket({ clientId: `flood-${index}`, username: `flood-${index}`, password: 'x', keepaliveS: 60 })),
+      ),
+    );
     await Promise.all(open.map((connection) => connection.closed));
     expect(await metric('mqtt_bad_credentials')).toBe(badCredentials + limit);
     await waitFor(() => server.connections <= held + 1, 5000, 'the flood gone');
@@ -214,7 +220,7 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
     expect(first.connected).toBe(false);
   });
 
-  it("drops a client that stops sending within 1.5 times its keep-alive, keeps one that pings, and refuses a keep-alive of 0 or over the limit", async () => {
+  it('drops a client that stops sending within 1.5 times its keep-alive, keeps one that pings, and refuses a keep-alive of 0 or over the limit', async () => {
     const device = await boot({ connected: false });
     const credentials = { clientId: device.deviceId, username: device.deviceId, password: String(device.configuration.mqtt.password) };
     const before = await metric('mqtt_keepalive_expired');

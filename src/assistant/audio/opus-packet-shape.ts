@@ -55,7 +55,8 @@ export function opusPacketProblem(packet: Uint8Array): string | undefined {
   }
   let left = packet.length - offset - padding;
   if (left < 0) return 'padding past the end';
-  if (!(countByte & 0x80)) return left % frames !== 0 ? 'equal frames that do not divide the packet' : left / frames > MAX_FRAME_BYTES ? 'frame over 1275 bytes' : undefined;
+  if (!(countByte & 0x80))
+    return left % frames !== 0 ? 'equal frames that do not divide the packet' : left / frames > MAX_FRAME_BYTES ? 'frame over 1275 bytes' : undefined;
   for (let index = 0; index < frames - 1; index++) {
     const frame = frameLength(packet, offset);
     if (!frame) return 'frame length past the end';

@@ -7,14 +7,7 @@ import { aesCtr, readHeader, sealPacket, sessionNonce, UDP_HEADER_BYTES } from '
 
 /** What the UDP socket counts (the metrics' `gateway_voice_events_total{event}`). */
 export type UdpEvent =
-  | 'udp_malformed'
-  | 'udp_unknown_session'
-  | 'udp_foreign_address'
-  | 'udp_replayed'
-  | 'udp_out_of_window'
-  | 'udp_not_opus'
-  | 'udp_gap'
-  | 'udp_not_sent';
+  'udp_malformed' | 'udp_unknown_session' | 'udp_foreign_address' | 'udp_replayed' | 'udp_out_of_window' | 'udp_not_opus' | 'udp_gap' | 'udp_not_sent';
 
 /** What each dropped datagram was, for the log. */
 const DROPS: Record<Exclude<UdpEvent, 'udp_gap'>, string> = {

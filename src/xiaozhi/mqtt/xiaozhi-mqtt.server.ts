@@ -116,12 +116,17 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
           const held = this.byId.get(deviceId);
           if (held && !held.closed) {
             this.count('mqtt_replaced');
-            this.logger.log(`MQTT: device ${deviceId} connected again from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: its older connection is closed`);
+            this.logger.log(
+              `MQTT: device ${deviceId} connected again from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: its older connection is closed`,
+            );
           }
           return done(null, true);
         }
         this.count('mqtt_bad_credentials');
-        this.warn('credentials', `MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`);
+        this.warn(
+          'credentials',
+          `MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`,
+        );
         const error = new Error('Bad username or password') as AuthenticateError;
         error.returnCode = BAD_USERNAME_OR_PASSWORD;
         done(error, false);
@@ -193,7 +198,10 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const serve = (stream: Socket): void => {
       new MqttPacketSizeLimit(stream, maxBytes + 1024, () => {
         this.count('mqtt_oversized');
-        this.warn('oversized', `MQTT: a client from ${plainAddress(stream.remoteAddress) ?? 'unknown'} sent a packet over ${maxBytes + 1024} bytes: connection closed`);
+        this.warn(
+          'oversized',
+          `MQTT: a client from ${plainAddress(stream.remoteAddress) ?? 'unknown'} sent a packet over ${maxBytes + 1024} bytes: connection closed`,
+        );
       });
       broker.handle(stream);
     };
