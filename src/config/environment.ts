@@ -1238,6 +1238,19 @@ export class EnvironmentVariables {
 
   @Setting({
     group: 'xiaozhi',
+    unset: 'the UDP port the socket is bound to',
+    about:
+      "UDP port the server hello gives devices for their audio. A device's audio session lives on the instance that accepted its MQTT connection, so behind a balancer each instance advertises an address and port of its own that reaches it (with `XIAOZHI_UDP_PUBLIC_HOST`).",
+  })
+  @IsOptional()
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  XIAOZHI_UDP_PUBLIC_PORT?: number;
+
+  @Setting({
+    group: 'xiaozhi',
     about:
       'MQTT connections the embedded MQTT server holds at once, authenticated or not; one more is refused at accept (closed before its CONNECT is read) and counted, so a flood of connections cannot take the memory devices need.',
   })

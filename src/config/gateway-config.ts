@@ -170,6 +170,8 @@ export interface GatewayConfig {
       secret: string;
       udpPort: number;
       udpPublicHost?: string;
+      /** The UDP port devices are told: this instance's own behind a balancer that gives each instance one. */
+      udpPublicPort?: number;
       /** Connections held at once, and per remote address (0: no limit). */
       maxConnections: number;
       maxConnectionsPerAddress: number;
@@ -426,6 +428,7 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
               secret: env.XIAOZHI_MQTT_SECRET ?? `xiaozhi-device-token:${env.XIAOZHI_DEVICE_TOKEN ?? ''}`,
               udpPort: env.XIAOZHI_UDP_PORT ?? env.XIAOZHI_MQTT_PORT,
               udpPublicHost: env.XIAOZHI_UDP_PUBLIC_HOST,
+              udpPublicPort: env.XIAOZHI_UDP_PUBLIC_PORT,
               maxConnections: env.XIAOZHI_MQTT_MAX_CONNECTIONS,
               maxConnectionsPerAddress: env.XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS,
               tls:

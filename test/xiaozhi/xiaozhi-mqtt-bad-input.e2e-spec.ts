@@ -124,7 +124,7 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
     expect(warned(/MQTT: refused client "aa:bb:cc:30:00:02" from 127\.0\.0\.1: bad credentials/)).toHaveLength(1);
     await device.publish('not json at all');
     await waitFor(() => warned(/published 15 bytes that are not JSON: dropped/).length === 1);
-    const closed = new Promise((resolve) => device.mqtt!.once('close', resolve));
+    const closed = new Promise((resolve) => device.mqtt!.once('close', () => resolve(undefined)));
     await device.publish('{"type":"listen","state":"start"}', 'xiaozhi/aa:bb:cc:30:ff:01/up');
     await closed;
     expect(warned(/device aa:bb:cc:30:00:01 published to "xiaozhi\/aa:bb:cc:30:ff:01\/up": refused/)).toHaveLength(1);
@@ -135,7 +135,7 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
   it('ends a connection at the header of a packet over the size limit, before buffering it, and refuses a publish over CLOUD_MAX_MESSAGE_SIZE', async () => {
     const device = await boot();
     const before = await metric('mqtt_oversized');
-    const closed = new Promise((resolve) => device.mqtt!.once('close', resolve));
+    const closed = new Promise((resolve) => device.mqtt!.once('close', () => resolve(undefined)));
     await device.publish(JSON.stringify({ type: 'listen', state: 'start', padding: 'x'.repeat(MAX_MESSAGE_BYTES) }));
     await closed;
     expect(await metric('mqtt_oversized')).toBe(before + 1);
@@ -210,7 +210,7 @@ describe('xiaozhi MQTT + UDP: bad input', () => {
     devices.push(second);
     await second.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
     const before = await metric('mqtt_replaced');
-    const firstClosed = new Promise((resolve) => first.mqtt!.once('close', resolve));
+    const firstClosed = new Promise((resolve) => first.mqtt!.once('close', () => resolve(undefined)));
     await second.connect();
     await firstClosed;
     expect(await metric('mqtt_replaced')).toBe(before + 1);

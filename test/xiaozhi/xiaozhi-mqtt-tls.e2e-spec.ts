@@ -82,18 +82,27 @@ describe('xiaozhi devices over MQTT with TLS', () => {
     expect(warnings.filter((line) => /8883/.test(line))).toEqual([]);
   });
 
-  it('warns at start when TLS is served but devices would be told another port than 8883', async () => {
+  it('warns at start when TLS is served but devices would be told another port than 8883; gives the UDP address and port an instance advertises', async () => {
     const mismatched = await startXiaozhiStack({
       XIAOZHI_MQTT_PORT: 0,
       XIAOZHI_MQTT_HOST: '127.0.0.1',
       XIAOZHI_TRANSPORT: 'mqtt',
       XIAOZHI_MQTT_TLS_CERT: certFile,
       XIAOZHI_MQTT_TLS_KEY: keyFile,
+      XIAOZHI_UDP_PUBLIC_HOST: '203.0.113.10',
+      XIAOZHI_UDP_PUBLIC_PORT: 10002,
     });
+    const device = new MqttXiaozhiDevice({ deviceId: 'aa:bb:cc:40:00:04' });
     try {
       const port = mismatched.gateway.app.get(XiaozhiMqttServer).port;
       expect(warnings.filter((line) => line.includes(`devices are told port ${port}: the firmware speaks TLS on port 8883 only`))).toHaveLength(1);
+      await device.requestConfiguration(mismatched.gateway.http('/xiaozhi/ota/'));
+      expect(device.configuration.mqtt.endpoint).toBe(`127.0.0.1:${port}`);
+      await device.connect({ tls: { ca, servername: 'localhost' } });
+      const hello = await device.openAudioChannel();
+      expect(hello.udp).toMatchObject({ server: '203.0.113.10', port: 10002 });
     } finally {
+      await device.close();
       await mismatched.close();
     }
   });

@@ -62,8 +62,9 @@ export class UdpAudioSession {
     this.nonce = sessionNonce(ssrc);
   }
 
-  hello(host: string): UdpHelloBlock {
-    return { server: host, port: this.server.port, key: this.key.toString('hex'), nonce: this.nonce.toString('hex') };
+  /** The server hello's `udp` block: `host` and `port` (the bound port unless given) are where devices reach this socket. */
+  hello(host: string, port = this.server.port): UdpHelloBlock {
+    return { server: host, port, key: this.key.toString('hex'), nonce: this.nonce.toString('hex') };
   }
 
   /** Sends one Opus packet to the device; false until its first packet told where it is (the firmware sends nothing else over UDP). */

@@ -287,7 +287,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const { client, deviceId } = device;
     const settings = this.config.xiaozhi.mqtt!;
     const udpHost = settings.udpPublicHost ?? plainAddress(tcpOf(client).localAddress) ?? '127.0.0.1';
-    const socket = new MqttDeviceSocket(client, deviceId, this.udp!, udpHost);
+    const socket = new MqttDeviceSocket(client, deviceId, this.udp!, { host: udpHost, port: settings.udpPublicPort });
     device.waiting = [{ payload: hello, type: 'hello' }];
     const token = this.config.xiaozhi.deviceToken;
     const headers: Record<string, string> = { 'device-id': deviceId, 'client-id': client.id, 'protocol-version': '1' };
