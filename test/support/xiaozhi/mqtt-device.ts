@@ -1,4 +1,4 @@
-import { createCipheriv, randomUUID } from 'crypto';
+import { randomUUID } from 'crypto';
 import { createSocket, Socket } from 'dgram';
 import { connectAsync, MqttClient } from 'mqtt';
 import { performance } from 'perf_hooks';
@@ -11,23 +11,11 @@ import { abortMessage, listenStartMessage, ListeningMode, listenStopMessage, mcp
 import { BoardState, boardTools, commonTools } from './device-tools';
 import { MessageInbox, ReceivedMessage } from './message-inbox';
 import { emptyConfiguration, requestOta, storeOtaAnswer, StoredConfiguration, OtaAnswer } from './ota-request';
+import { aesCtr, sealUplink, UDP_HEADER_BYTES } from './udp-seal';
 
-const HEADER_BYTES = 16;
+export { aesCtr, sealUplink } from './udp-seal';
 
-/** AES-128-CTR with the packet header as the counter block, as `MqttProtocol::CryptAesCtr`. */
-export function aesCtr(key: Buffer, iv: Uint8Array, data: Uint8Array): Buffer {
-  const cipher = createCipheriv('aes-128-ctr', key, iv);
-  return Buffer.concat([cipher.update(data), cipher.final()]);
-}
-
-/** One uplink datagram as `MqttProtocol::SendAudio` writes it: the nonce with length, timestamp and sequence written over it, then the encrypted packet. */
-export function sealUplink(key: Buffer, nonce: Buffer, payload: Uint8Array, timestamp: number, sequence: number): Buffer {
-  const header = Buffer.from(nonce);
-  header.writeUInt16BE(payload.length, 2);
-  header.writeUInt32BE(timestamp >>> 0, 8);
-  header.writeUInt32BE(sequence >>> 0, 12);
-  return Buffer.concat([header, aesCtr(key, header, payload)]);
-}
+const HEADER_BYTES = UDP_HEADER_BYTES;
 
 export interface UdpChannel {
   server: string;
