@@ -61,6 +61,7 @@ const SUITES = {
             idle: { devices: 20 },
             warmup: { devices: 0, rounds: 0 },
             baseline: { rounds: 1, repeats: 1 },
+            mqtt: { devices: [1, 2], rounds: 1, idleDevices: 20 },
             pauses: { idleWindowMs: 500, settleMs: 200, idleSettleMs: 500 },
           }
         : {
@@ -69,6 +70,7 @@ const SUITES = {
             idle: { devices: 5000 },
             warmup: { devices: 4, rounds: 1 },
             baseline: { rounds: 5, repeats: 10 },
+            mqtt: { devices: [1, 100], rounds: 3, idleDevices: 5000 },
           },
     ),
 };

@@ -28,6 +28,12 @@ export interface XiaozhiOptions {
   warmup: { devices: number; rounds: number };
   /** Rounds (after one warm-up) and exchanges per round of the libopus + VAD baseline. */
   baseline: { rounds: number; repeats: number };
+  /**
+   * The same devices over MQTT + UDP (part `mqtt`): exchanges at each of `devices` (beside the
+   * WebSocket gateway's at the same count, measured here if the other parts did not), and
+   * `idleDevices` idle on MQTT (connected, no audio channel).
+   */
+  mqtt?: { devices: number[]; rounds: number; idleDevices: number };
   /** Pauses (see `idleWindowMs`, `settleMs`), short in smoke mode. */
   pauses?: { idleWindowMs: number; settleMs: number; idleSettleMs: number };
 }
@@ -124,22 +130,34 @@ function profiled(spec: ServerSpec): ServerSpec {
   return dir ? { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...spec.args] } : spec;
 }
 
-/** The gateway with its speech engines and model on the bench's scripted servers, devices getting the bench token from the configuration answer. */
-const voiceGateway = (providers: Providers, maxConnections: number) => (port: number) =>
-  profiled({
-    ...gatewayServer(port, {
-      STT_BASE_URL: providers.stt.baseUrl,
-      TTS_BASE_URL: providers.tts.baseUrl,
-      TTS_FORMAT: 'wav',
-      LLM_BASE_URL: providers.llm.baseUrl,
-      LLM_MAX_RETRIES: '0',
-      LLM_TIMEOUT: '30',
-      LOCATION_PROVIDER_URL: 'off',
-      XIAOZHI_DEVICE_TOKEN: BENCH_TOKEN,
-      CLOUD_MAX_CONNECTIONS: String(maxConnections),
-    }),
-    preload: [join(BENCH_BUILD, 'support', 'loop-probe.js')],
-  });
+/** Settings that make the configuration answer send devices to the gateway's MQTT server (a free port; every bench device comes from 127.0.0.1). */
+const mqttSettings = (maxConnections: number): Record<string, string> => ({
+  XIAOZHI_TRANSPORT: 'mqtt',
+  XIAOZHI_MQTT_PORT: '0',
+  XIAOZHI_MQTT_HOST: '127.0.0.1',
+  XIAOZHI_MQTT_MAX_CONNECTIONS: String(maxConnections),
+  XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS: '0',
+});
+
+/** The gateway with its speech engines and model on the bench's scripted servers, devices getting the bench token (or, with `transport: 'mqtt'`, MQTT credentials) from the configuration answer. */
+const voiceGateway =
+  (providers: Providers, maxConnections: number, transport: Transport = 'websocket') =>
+  (port: number) =>
+    profiled({
+      ...gatewayServer(port, {
+        ...(transport === 'mqtt' ? mqttSettings(maxConnections) : {}),
+        STT_BASE_URL: providers.stt.baseUrl,
+        TTS_BASE_URL: providers.tts.baseUrl,
+        TTS_FORMAT: 'wav',
+        LLM_BASE_URL: providers.llm.baseUrl,
+        LLM_MAX_RETRIES: '0',
+        LLM_TIMEOUT: '30',
+        LOCATION_PROVIDER_URL: 'off',
+        XIAOZHI_DEVICE_TOKEN: BENCH_TOKEN,
+        CLOUD_MAX_CONNECTIONS: String(maxConnections),
+      }),
+      preload: [join(BENCH_BUILD, 'support', 'loop-probe.js')],
+    });
 
 /** The baseline (bench/servers/bare-xiaozhi-server.ts): the same audio work and pacing, nothing else; its answer from `answerFile`. */
 const bareServer = (answerFile: string) => (): ServerSpec =>
@@ -162,9 +180,13 @@ function writeAnswer(conversation: Conversation, dir: string): string {
   return file;
 }
 
+/** How the devices reach the gateway: a WebSocket, or MQTT for their messages and UDP for their audio. */
+type Transport = 'websocket' | 'mqtt';
+
 /** One server the devices talk to: the gateway (its engines the bench's scripted servers) or the bare baseline. */
 interface Target {
   kind: 'gateway' | 'bare';
+  transport: Transport;
   spec: (port: number) => ServerSpec;
   /** Queues `count` model answers (the gateway's); nothing for the bare server. */
   prepare(count: number): void;
@@ -175,10 +197,11 @@ interface Target {
   answerMs(): { stt: number[]; tts: number[] };
 }
 
-function gatewayTarget(providers: Providers, maxConnections: number): Target {
+function gatewayTarget(providers: Providers, maxConnections: number, transport: Transport = 'websocket'): Target {
   return {
     kind: 'gateway',
-    spec: voiceGateway(providers, maxConnections),
+    transport,
+    spec: voiceGateway(providers, maxConnections, transport),
     prepare: (count) => providers.llm.reply(...Array.from({ length: count + 10 }, () => model)),
     reset: () => {
       providers.llm.reset();
@@ -193,6 +216,7 @@ function gatewayTarget(providers: Providers, maxConnections: number): Target {
 function bareTarget(answerFile: string): Target {
   return {
     kind: 'bare',
+    transport: 'websocket',
     spec: bareServer(answerFile),
     prepare: () => undefined,
     reset: () => undefined,
@@ -210,10 +234,11 @@ const deviceIds = (run: number, count: number) =>
 
 let runs = 0;
 
-/** Boots `count` devices on `server` in `swarm`. */
-async function boot(swarm: XiaozhiSwarm, server: ServerProcess, count: number, direct?: { token: string }): Promise<void> {
+/** Boots `count` devices on `server` in `swarm` (over MQTT: with their audio channel open, or idle on MQTT without `channel`). */
+async function boot(swarm: XiaozhiSwarm, server: ServerProcess, count: number, direct?: { token: string }, mqtt?: { channel: boolean }): Promise<void> {
   await swarm.connect({
     direct,
+    mqtt,
     baseUrl: `http://127.0.0.1:${server.port}`,
     ids: deviceIds(++runs, count),
     concurrency: CONNECT_CONCURRENCY,
@@ -325,6 +350,9 @@ interface RunFigures {
   providers_answer_ms: { stt_p99: number; tts_p99: number } | null;
 }
 
+/** How a target's devices boot over MQTT: with their audio channel open, ready to talk. */
+const channelOf = (target: Target) => (target.transport === 'mqtt' ? { channel: true } : undefined);
+
 /** `devices` devices on a fresh `target` server: warm-up, boot, a quiet window, `rounds` exchanges each. */
 async function measureRun(target: Target, conversation: Conversation, options: XiaozhiOptions, devices: number, rounds: number): Promise<RunFigures> {
   return withServer(target.spec, async (server) => {
@@ -332,7 +360,7 @@ async function measureRun(target: Target, conversation: Conversation, options: X
     if (options.warmup.devices > 0) {
       target.prepare(options.warmup.devices * options.warmup.rounds);
       await withXiaozhiSwarm(async (swarm) => {
-        await boot(swarm, server, options.warmup.devices);
+        await boot(swarm, server, options.warmup.devices, undefined, channelOf(target));
         await talk(swarm, conversation, options.warmup.rounds, FRAME_MS * 10);
       });
     }
@@ -340,7 +368,7 @@ async function measureRun(target: Target, conversation: Conversation, options: X
     target.reset();
     const before = await server.usage();
     return withXiaozhiSwarm(async (swarm) => {
-      await boot(swarm, server, devices);
+      await boot(swarm, server, devices, undefined, channelOf(target));
       await sleep(settleMs);
       const idle = await server.usage();
       const quietCpu = cpuOf(server.pid);
@@ -556,6 +584,20 @@ async function measureIdle(providers: Providers, devices: number) {
   return { xiaozhi, withoutConfiguration, llmGateway };
 }
 
+/** `devices` xiaozhi devices idle on the gateway's MQTT server (connected with their credentials, no audio channel), on a fresh gateway. */
+async function measureMqttIdle(providers: Providers, devices: number) {
+  return withServer(voiceGateway(providers, devices + 100, 'mqtt'), (server) =>
+    withXiaozhiSwarm(async (swarm) => {
+      const memory = await idleMemory(server, devices, async () => {
+        await boot(swarm, server, devices, undefined, { channel: false });
+        await sleep(idleSettleMs);
+        return swarm.count();
+      });
+      return { held: (await swarm.count()).open, ...memory };
+    }),
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /**
@@ -567,7 +609,11 @@ async function measureIdle(providers: Providers, devices: number) {
  * (bench/support/xiaozhi-swarm-process.ts); the model, recognizer and synthesizer are zero-delay
  * scripted servers in the bench process.
  *
- * `BENCH_XIAOZHI_PARTS=single,scale,idle` (all by default) runs some of the parts;
+ * Part `mqtt` (issue 34) does the same over MQTT + UDP: latency to the first reply UDP packet and
+ * CPU per second of two-way audio beside the WebSocket gateway's, and idle MQTT devices held with
+ * their memory.
+ *
+ * `BENCH_XIAOZHI_PARTS=single,scale,idle,mqtt` (all by default) runs some of the parts;
  * `BENCH_XIAOZHI_STEPS=100,150` replaces the scale's steps (e.g. to profile one with
  * `BENCH_CPU_PROF_DIR`).
  */
@@ -575,7 +621,7 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
   idleWindowMs = options.pauses?.idleWindowMs ?? idleWindowMs;
   settleMs = options.pauses?.settleMs ?? settleMs;
   idleSettleMs = options.pauses?.idleSettleMs ?? idleSettleMs;
-  const parts = new Set((process.env.BENCH_XIAOZHI_PARTS || 'single,scale,idle').split(','));
+  const parts = new Set((process.env.BENCH_XIAOZHI_PARTS || 'single,scale,idle,mqtt').split(','));
   const steps = process.env.BENCH_XIAOZHI_STEPS ? process.env.BENCH_XIAOZHI_STEPS.split(',').map(Number) : options.scale.steps;
   const conversation = await prepare();
   const baseline = await measureExchangeBaseline(
@@ -716,8 +762,9 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
         target: { max_ratio: TARGET_CPU_RATIO, met: headline.ratio <= TARGET_CPU_RATIO },
       });
     }
+    let idle: Awaited<ReturnType<typeof measureIdle>> | undefined;
     if (parts.has('idle')) {
-      const idle = await measureIdle(providers, options.idle.devices);
+      idle = await measureIdle(providers, options.idle.devices);
       emit({
         figure: 'xiaozhi_idle_memory',
         devices: options.idle.devices,
@@ -728,6 +775,59 @@ export async function benchXiaozhi(options: XiaozhiOptions): Promise<void> {
           rss_per_device: ratio(idle.xiaozhi.rss_bytes_per_device, idle.llmGateway.rss_bytes_per_device),
           heap_per_device: ratio(idle.xiaozhi.heap_bytes_per_device, idle.llmGateway.heap_bytes_per_device),
         },
+      });
+    }
+    if (parts.has('mqtt') && options.mqtt) {
+      const mqttGateway = gatewayTarget(providers, 1000, 'mqtt');
+      const twoWaySeconds = baseline.uplinkSeconds + baseline.downlinkSeconds;
+      const comparisons = [];
+      for (const devices of options.mqtt.devices) {
+        // The WebSocket gateway's run at this count from the parts above, or one made now, just before the MQTT one.
+        const earlier = measured.find((run) => run.gateway.devices === devices);
+        const websocket = earlier?.gateway ?? (await measureRun(gateway, conversation, options, devices, options.mqtt.rounds));
+        if (!earlier) emit({ figure: 'xiaozhi_exchanges', transport: 'websocket', ...websocket, audio });
+        const mqtt = await measureRun(mqttGateway, conversation, options, devices, options.mqtt.rounds);
+        emit({ figure: 'xiaozhi_exchanges', transport: 'mqtt', ...mqtt, audio });
+        const latencyOf = (run: RunFigures) => ({
+          exchanges: run.exchanges.done,
+          failed: run.exchanges.failed,
+          raw_p50_ms: run.end_of_speech_to_first_frame_ms.p50,
+          raw_p99_ms: run.end_of_speech_to_first_frame_ms.p99,
+          minus_silence_p50_ms: run.minus_vad_silence_ms.p50,
+          minus_silence_p99_ms: run.minus_vad_silence_ms.p99,
+          late_share: run.frames.late_share,
+        });
+        const bare = earlier?.bare;
+        comparisons.push({
+          devices,
+          websocket: latencyOf(websocket),
+          mqtt: latencyOf(mqtt),
+          mqtt_minus_websocket: {
+            p50_ms: round(mqtt.end_of_speech_to_first_frame_ms.p50 - websocket.end_of_speech_to_first_frame_ms.p50, 1),
+            p99_ms: round(mqtt.end_of_speech_to_first_frame_ms.p99 - websocket.end_of_speech_to_first_frame_ms.p99, 1),
+          },
+          /** Over the bare server's (WebSocket) at this count, when the parts above measured it. */
+          mqtt_adds_over_bare: bare
+            ? {
+                p50_ms: round(mqtt.end_of_speech_to_first_frame_ms.p50 - bare.end_of_speech_to_first_frame_ms.p50, 1),
+                p99_ms: round(mqtt.end_of_speech_to_first_frame_ms.p99 - bare.end_of_speech_to_first_frame_ms.p99, 1),
+              }
+            : null,
+          cpu_us_per_two_way_audio_s: {
+            websocket: Math.round(websocket.process.cpu_us_per_exchange / twoWaySeconds),
+            mqtt: Math.round(mqtt.process.cpu_us_per_exchange / twoWaySeconds),
+            ratio: ratio(mqtt.process.cpu_us_per_exchange, websocket.process.cpu_us_per_exchange),
+          },
+        });
+      }
+      emit({ figure: 'xiaozhi_mqtt_vs_websocket', vad_silence_ms: VAD_SILENCE_MS, two_way_audio_s: round(twoWaySeconds, 2), runs: comparisons });
+      const mqttIdle = await measureMqttIdle(providers, options.mqtt.idleDevices);
+      emit({
+        figure: 'xiaozhi_mqtt_idle',
+        devices: options.mqtt.idleDevices,
+        mqtt: mqttIdle,
+        websocket: idle?.xiaozhi ?? null,
+        ratio: idle ? { rss_per_device: ratio(mqttIdle.rss_bytes_per_device, idle.xiaozhi.rss_bytes_per_device) } : null,
       });
     }
   } finally {

@@ -14,6 +14,12 @@ export type XiaozhiCommand =
       timeoutMs: number;
       /** Skips the configuration request and connects to `<baseUrl>/xiaozhi/v1/` with `token` (a device configured by hand). */
       direct?: { token: string };
+      /**
+       * Over MQTT + UDP (the configuration answer must carry an `mqtt` section): each device
+       * connects to the MQTT server with its credentials; with `channel`, it says hello and opens
+       * its UDP audio channel too (as before talking), without it it stays idle on MQTT.
+       */
+      mqtt?: { channel: boolean };
     }
   | {
       type: 'talk';

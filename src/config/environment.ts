@@ -1243,6 +1243,56 @@ export class EnvironmentVariables {
   @IsString()
   @MinLength(1)
   XIAOZHI_UDP_PUBLIC_HOST?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'the UDP port the socket is bound to',
+    about:
+      "UDP port the server hello gives devices for their audio. A device's audio session lives on the instance that accepted its MQTT connection, so behind a balancer each instance advertises an address and port of its own that reaches it (with `XIAOZHI_UDP_PUBLIC_HOST`).",
+  })
+  @IsOptional()
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  XIAOZHI_UDP_PUBLIC_PORT?: number;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      'MQTT connections the embedded MQTT server holds at once, authenticated or not; one more is refused at accept (closed before its CONNECT is read) and counted, so a flood of connections cannot take the memory devices need.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  XIAOZHI_MQTT_MAX_CONNECTIONS = 1000;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      'MQTT connections one remote address may hold on the embedded MQTT server; one more is refused at accept. 0: no limit (devices behind one NAT share an address).',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS = 100;
+
+  @Setting({
+    group: 'xiaozhi',
+    unset: 'plain MQTT (TCP)',
+    about:
+      'PEM certificate file (chain first) of the embedded MQTT server: with `XIAOZHI_MQTT_TLS_KEY`, it serves MQTT over TLS. The firmware speaks TLS when the endpoint it is given has port 8883 (and only then), and checks the certificate against the public CAs it carries: serve TLS on 8883, or advertise 8883 through `XIAOZHI_MQTT_PUBLIC_ENDPOINT`, with a certificate a public CA issued for that host.',
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  XIAOZHI_MQTT_TLS_CERT?: string;
+
+  @Setting({ group: 'xiaozhi', unset: 'plain MQTT (TCP)', about: 'PEM private key file of `XIAOZHI_MQTT_TLS_CERT`.' })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  XIAOZHI_MQTT_TLS_KEY?: string;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
@@ -1292,6 +1342,13 @@ const CROSS_CHECKS: readonly CrossCheck[] = [
     problem: (env) =>
       env.XIAOZHI_MQTT_PORT !== undefined && env.XIAOZHI_MQTT_SECRET === undefined && env.XIAOZHI_DEVICE_TOKEN === undefined
         ? "XIAOZHI_MQTT_PORT needs XIAOZHI_MQTT_SECRET or XIAOZHI_DEVICE_TOKEN: devices' MQTT passwords are derived from one of them"
+        : undefined,
+  },
+  {
+    names: ['XIAOZHI_MQTT_TLS_CERT', 'XIAOZHI_MQTT_TLS_KEY'],
+    problem: (env) =>
+      (env.XIAOZHI_MQTT_TLS_CERT === undefined) !== (env.XIAOZHI_MQTT_TLS_KEY === undefined)
+        ? 'XIAOZHI_MQTT_TLS_CERT and XIAOZHI_MQTT_TLS_KEY go together: set both to serve MQTT over TLS, or neither'
         : undefined,
   },
   {

@@ -170,6 +170,13 @@ export interface GatewayConfig {
       secret: string;
       udpPort: number;
       udpPublicHost?: string;
+      /** The UDP port devices are told: this instance's own behind a balancer that gives each instance one. */
+      udpPublicPort?: number;
+      /** Connections held at once, and per remote address (0: no limit). */
+      maxConnections: number;
+      maxConnectionsPerAddress: number;
+      /** PEM certificate and key files: MQTT over TLS when set. */
+      tls?: { certFile: string; keyFile: string };
     };
   };
   /** When a voice device's user starts and stops talking. */
@@ -423,6 +430,13 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
               secret: env.XIAOZHI_MQTT_SECRET ?? `xiaozhi-device-token:${env.XIAOZHI_DEVICE_TOKEN ?? ''}`,
               udpPort: env.XIAOZHI_UDP_PORT ?? env.XIAOZHI_MQTT_PORT,
               udpPublicHost: env.XIAOZHI_UDP_PUBLIC_HOST,
+              udpPublicPort: env.XIAOZHI_UDP_PUBLIC_PORT,
+              maxConnections: env.XIAOZHI_MQTT_MAX_CONNECTIONS,
+              maxConnectionsPerAddress: env.XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS,
+              tls:
+                env.XIAOZHI_MQTT_TLS_CERT === undefined || env.XIAOZHI_MQTT_TLS_KEY === undefined
+                  ? undefined
+                  : { certFile: env.XIAOZHI_MQTT_TLS_CERT, keyFile: env.XIAOZHI_MQTT_TLS_KEY },
             },
     },
     voice: {

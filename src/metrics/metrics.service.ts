@@ -25,8 +25,10 @@ export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
  * that ended in an error (the model's, a device tool's timeout: `gateway_errors_total` has its
  * code), an utterance cut at its maximum length, a barge-in, a device's MCP answers that made no
  * sense, and over MQTT + UDP what the MQTT server refused (credentials, topics, subscriptions,
- * sizes, non-JSON, admissions) and the datagrams dropped (malformed, of no session, from another
- * address, replayed or old, and packets that could not be sent yet) or gaps seen.
+ * sizes, non-JSON, admissions, connections over its caps, keep-alives it cannot honour), the
+ * connections it dropped (keep-alive expired, replaced by a newer one of the same client id), and
+ * the datagrams dropped (malformed, of no session, from another address, replayed or old, too far
+ * ahead, not Opus once decrypted, and packets that could not be sent yet) or gaps seen.
  */
 export type VoiceEvent =
   | 'audio_undecodable'
@@ -48,10 +50,16 @@ export type VoiceEvent =
   | 'mqtt_oversized'
   | 'mqtt_not_json'
   | 'mqtt_refused_admission'
+  | 'mqtt_refused_connection'
+  | 'mqtt_bad_keepalive'
+  | 'mqtt_keepalive_expired'
+  | 'mqtt_replaced'
   | 'udp_malformed'
   | 'udp_unknown_session'
   | 'udp_foreign_address'
   | 'udp_replayed'
+  | 'udp_out_of_window'
+  | 'udp_not_opus'
   | 'udp_gap'
   | 'udp_not_sent';
 

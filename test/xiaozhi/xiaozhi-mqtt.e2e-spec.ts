@@ -7,6 +7,7 @@ import { DEVICE_TOKEN, startXiaozhiStack, XiaozhiStack } from '../support/xiaozh
 
 const OUTPUT_RATE = 24_000;
 const halfSecond = () => ({ samples: sine(440, 0.5, OUTPUT_RATE) });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const agent = { Authorization: `Bearer ${DEVICE_TOKEN}`, 'Content-Type': 'application/json' };
 
 /**
@@ -118,6 +119,67 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     expect(await said.json()).toMatchObject({ delivered: 'spoken' });
     await device.next('tts', (message: any) => message.state === 'sentence_start' && message.text === 'Dinner is ready.', 5000);
     await waitFor(() => device.audio.length >= heard + 9);
+  });
+
+  it('stops sending UDP audio within a frame when the device aborts mid-answer, and keeps only what was spoken', async () => {
+    const device = await boot('aa:bb:cc:10:00:0b');
+    await device.connect();
+    await device.openAudioChannel();
+    stack.stt.reply({ text: 'tell me a story' }, { text: 'and then' });
+    stack.llm.reply({ text: 'Once upon a time there was a lamp. It lived in a kitchen. The end.' }, { text: 'Fine.' });
+    stack.tts.reply({ samples: sine(440, 3, OUTPUT_RATE) }, halfSecond(), halfSecond(), halfSecond());
+    await device.listen('auto');
+    await device.say('tell me a story');
+    await device.next('tts', (message: any) => message.state === 'sentence_start', 10_000);
+    await sleep(400);
+    await device.abort();
+    const abortedAt = device.nowMs();
+    await device.next('tts', (message: any) => message.state === 'stop', 5000);
+    await sleep(200);
+    // Three seconds would be 50 packets; none came later than a frame after the abort.
+    expect(device.audio.length).toBeLessThan(50);
+    expect(device.audioAtMs.filter((atMs) => atMs > abortedAt + 60)).toEqual([]);
+    await device.listen('auto');
+    await device.say('and then');
+    await device.next('tts', (message: any) => message.state === 'stop', 10_000);
+    const history = stack.llm.requests[1].messages.filter((message) => message.role !== 'system');
+    expect(history.slice(0, 2)).toEqual([
+      expect.objectContaining({ role: 'user', content: 'tell me a story' }),
+      expect.objectContaining({ role: 'assistant', content: 'Once upon a time there was a lamp.' }),
+    ]);
+  });
+
+  it('lets the user talk over the answer in realtime mode: speech heard over UDP while it speaks cuts it', async () => {
+    const device = await boot('aa:bb:cc:10:00:0c');
+    await device.connect();
+    await device.openAudioChannel();
+    stack.stt.reply({ text: 'read me the news' }, { text: 'stop' });
+    stack.llm.reply({ text: 'Here is a very long bulletin that goes on and on.' }, { text: 'Stopped.' });
+    stack.tts.reply({ samples: sine(440, 6, OUTPUT_RATE) }, halfSecond());
+    await device.listen('realtime');
+    await device.say('read me the news');
+    await device.next('tts', (message: any) => message.state === 'sentence_start', 10_000);
+    await device.say('stop', { beforeMs: 100 });
+    await device.next('tts', (message: any) => message.state === 'stop', 5000);
+    // Six seconds would be 100 packets.
+    expect(device.audio.length).toBeLessThan(100);
+    expect(await device.next<any>('stt', (message: any) => message.text === 'stop', 10_000)).toBeDefined();
+  });
+
+  it('ends a manual utterance at listen stop and answers it', async () => {
+    const device = await boot('aa:bb:cc:10:00:0d');
+    await device.connect();
+    await device.openAudioChannel();
+    stack.stt.reply({ text: 'what time is it' });
+    stack.llm.reply({ text: 'It is noon.' });
+    stack.tts.reply(halfSecond());
+    await device.listen('manual');
+    await device.say('what time is it', { afterMs: 200 });
+    await device.stopListening();
+    expect(await device.next<any>('stt', undefined, 10_000)).toMatchObject({ text: 'what time is it' });
+    await device.next('tts', (message: any) => message.state === 'stop', 10_000);
+    await waitFor(() => device.audio.length >= 9);
+    expect(stack.stt.requests).toHaveLength(1);
   });
 
   it('drops short, unknown, replayed, old and foreign datagrams, and counts them and the gaps', async () => {

@@ -37,8 +37,8 @@ export class MqttDeviceSocket extends EventEmitter implements ConnectionSocket, 
     private readonly client: Client,
     readonly deviceId: string,
     private readonly audio: UdpAudioServer,
-    /** The host the server hello gives for UDP. */
-    private readonly udpHost: string,
+    /** The address the server hello gives for UDP: this instance's, as devices reach it. */
+    private readonly udpPublic: { host: string; port?: number },
   ) {
     super();
   }
@@ -69,7 +69,7 @@ export class MqttDeviceSocket extends EventEmitter implements ConnectionSocket, 
     this.udp = this.audio.open((packet) => {
       if (this.readyState === SOCKET_OPEN) this.emit('message', packet, true);
     });
-    return { transport: 'udp', udp: this.udp.hello(this.udpHost) };
+    return { transport: 'udp', udp: this.udp.hello(this.udpPublic.host, this.udpPublic.port) };
   }
 
   send(data: string | Uint8Array, options?: { binary?: boolean }): void {

@@ -1,13 +1,17 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { Aedes, AuthenticateError, Client } from 'aedes';
+import { readFileSync } from 'fs';
 import { createServer, Server, Socket } from 'net';
+import { createServer as createTlsServer } from 'tls';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
+import { ThrottledWarning } from '../../core/logging/throttled-warning';
 import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
 import { MetricsService, VoiceEvent } from '../../metrics/metrics.service';
 import { StartupError } from '../../shared/startup-error';
 import { XIAOZHI_SESSION_PATH } from '../ota/configuration-answer';
 import { XIAOZHI_PROTOCOL } from '../xiaozhi-protocol-name';
+import { MqttConnectionCaps } from './mqtt-connection-caps';
 import { MqttCredentials, uplinkTopic } from './mqtt-credentials';
 import { MqttDeviceSocket } from './mqtt-device-socket';
 import { MqttPacketSizeLimit } from './mqtt-packet-size';
@@ -15,8 +19,20 @@ import { UdpAudioServer } from './udp-audio';
 
 /** The firmware's keep-alive, which the configuration answer repeats. */
 export const MQTT_KEEPALIVE_S = 240;
+/**
+ * The longest keep-alive a client may ask for; none (0) is refused as well. The broker drops a
+ * client that sends nothing for 1.5 times its keep-alive (MQTT 3.1.1, 3.1.2.10): without one, a
+ * connection whose device vanished would be held for ever.
+ */
+export const MQTT_MAX_KEEPALIVE_S = 3600;
+/** How long a connection may take to send its CONNECT (and, over TLS, to finish its handshake): the xiaozhi WebSocket's hello deadline. */
+const CONNECT_TIMEOUT_MS = 10_000;
+/** The port the firmware speaks MQTT over TLS on, and only there (`esp_mqtt.cc`, `ml307_mqtt.cc`: `broker_port == 8883`). */
+export const FIRMWARE_MQTT_TLS_PORT = 8883;
 /** CONNACK return codes of MQTT 3.1.1. */
 const BAD_USERNAME_OR_PASSWORD = 4;
+/** What aedes answers a keep-alive outside `keepaliveLimit` with. */
+const KEEPALIVE_REFUSED = 6;
 
 /** What the server keeps of one device's MQTT connection. */
 interface MqttDevice {
@@ -45,9 +61,14 @@ const plainAddress = (address: string | undefined): string | undefined => addres
 @Injectable()
 export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Xiaozhi');
+  /** One warning line per 10 s for each kind of refusal: a flood is logged, not one line per packet. */
+  private readonly warnings = new Map<string, ThrottledWarning>();
   private readonly devices = new Map<Client, MqttDevice>();
+  /** The connection each device id holds, to tell a reconnection that replaces it. */
+  private readonly byId = new Map<string, Client>();
   private broker?: Aedes;
   private server?: Server;
+  private caps?: MqttConnectionCaps;
   private udp?: UdpAudioServer;
   private adapter?: GatewayWsAdapter;
   readonly credentials?: MqttCredentials;
@@ -87,26 +108,40 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const maxBytes = this.config.server.maxMessageBytes;
     this.broker = await Aedes.createBroker({
       maxClientsIdLength: 64,
-      keepaliveLimit: 0,
+      keepaliveLimit: MQTT_MAX_KEEPALIVE_S,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         const deviceId = this.credentials!.check(client.id, username, password);
-        if (deviceId !== undefined) return done(null, true);
+        if (deviceId !== undefined) {
+          const held = this.byId.get(deviceId);
+          if (held && !held.closed) {
+            this.count('mqtt_replaced');
+            this.logger.log(
+              `MQTT: device ${deviceId} connected again from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: its older connection is closed`,
+            );
+          }
+          return done(null, true);
+        }
         this.count('mqtt_bad_credentials');
-        this.logger.warn(`MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`);
+        this.warn(
+          'credentials',
+          `MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`,
+        );
         const error = new Error('Bad username or password') as AuthenticateError;
         error.returnCode = BAD_USERNAME_OR_PASSWORD;
         done(error, false);
       },
       authorizeSubscribe: (client, _subscription, done) => {
         this.count('mqtt_refused_subscribe');
-        this.logger.warn(`MQTT: device ${client.id} tried to subscribe: refused (its messages are delivered without one)`);
+        this.warn('subscribe', `MQTT: device ${client.id} tried to subscribe: refused (its messages are delivered without one)`);
         done(new Error('Subscriptions are refused'));
       },
       authorizePublish: (client, packet, done) => {
         if (!client) return done(null);
         if (packet.topic !== uplinkTopic(client.id) || packet.retain) {
           this.count('mqtt_refused_topic');
-          this.logger.warn(
+          this.warn(
+            'topic',
             `MQTT: device ${client.id} published to "${packet.topic.slice(0, 80)}"${packet.retain ? ' (retained)' : ''}: refused, it may publish to ${uplinkTopic(client.id)} only`,
           );
           return done(new Error('Publish to your own topic only'));
@@ -114,7 +149,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
         const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
         if (payload.length > maxBytes) {
           this.count('mqtt_oversized');
-          this.logger.warn(`MQTT: device ${client.id} published ${payload.length} bytes: refused, over ${maxBytes} (CLOUD_MAX_MESSAGE_SIZE)`);
+          this.warn('oversized', `MQTT: device ${client.id} published ${payload.length} bytes: refused, over ${maxBytes} (CLOUD_MAX_MESSAGE_SIZE)`);
           return done(new Error('Message too big'));
         }
         this.received(client, payload);
@@ -123,16 +158,67 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
         done(null);
       },
     });
-    this.broker.on('client', (client) => this.devices.set(client, { deviceId: client.id, client }));
+    this.broker.on('client', (client) => {
+      this.devices.set(client, { deviceId: client.id, client });
+      this.byId.set(client.id, client);
+    });
     this.broker.on('clientDisconnect', (client) => this.disconnected(client));
     this.broker.on('clientError', (client, error) => this.logger.debug?.(`MQTT: device ${client.id}: ${error.message}`));
-    this.broker.on('connectionError', (client, error) => this.logger.debug?.(`MQTT: a connection failed before CONNECT: ${error.message}`));
+    this.broker.on('connectionError', (client, error) => {
+      if ((error as Error & { errorCode?: number }).errorCode !== KEEPALIVE_REFUSED)
+        return this.logger.debug?.(`MQTT: a connection failed before CONNECT: ${error.message}`);
+      this.count('mqtt_bad_keepalive');
+      this.warn(
+        'keepalive',
+        `MQTT: refused client "${String(client.id ?? '').slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: a keep-alive of 1 to ${MQTT_MAX_KEEPALIVE_S} s is needed`,
+      );
+    });
+    this.broker.on('keepaliveTimeout', (client) => {
+      this.count('mqtt_keepalive_expired');
+      this.warn('keepalive-expired', `MQTT: device ${client.id} sent nothing for 1.5 times its keep-alive: connection dropped`);
+    });
     this.udp = new UdpAudioServer((event) => this.count(event));
     const broker = this.broker;
-    this.server = createServer((connection: Socket) => {
-      new MqttPacketSizeLimit(connection, maxBytes + 1024, () => this.count('mqtt_oversized'));
-      broker.handle(connection);
-    });
+    const caps = new MqttConnectionCaps(settings.maxConnections, settings.maxConnectionsPerAddress);
+    /** A TCP connection accepted: counted against the caps (closed at once past them); true if it may go on. */
+    const admitted = (connection: Socket): boolean => {
+      const refusal = caps.admit(connection);
+      if (refusal === undefined) return true;
+      this.count('mqtt_refused_connection');
+      this.warn(
+        'connections',
+        refusal === 'total'
+          ? `MQTT: refused a connection from ${plainAddress(connection.remoteAddress) ?? 'unknown'}: ${settings.maxConnections} are held (XIAOZHI_MQTT_MAX_CONNECTIONS)`
+          : `MQTT: refused a connection from ${plainAddress(connection.remoteAddress) ?? 'unknown'}: it holds ${settings.maxConnectionsPerAddress} (XIAOZHI_MQTT_MAX_CONNECTIONS_PER_ADDRESS)`,
+      );
+      connection.destroy();
+      return false;
+    };
+    /** The MQTT byte stream of an admitted connection (over TLS: once its handshake is done), to the broker. */
+    const serve = (stream: Socket): void => {
+      new MqttPacketSizeLimit(stream, maxBytes + 1024, () => {
+        this.count('mqtt_oversized');
+        this.warn(
+          'oversized',
+          `MQTT: a client from ${plainAddress(stream.remoteAddress) ?? 'unknown'} sent a packet over ${maxBytes + 1024} bytes: connection closed`,
+        );
+      });
+      broker.handle(stream);
+    };
+    if (settings.tls) {
+      const tlsServer = createTlsServer({
+        cert: readTlsFile('XIAOZHI_MQTT_TLS_CERT', settings.tls.certFile),
+        key: readTlsFile('XIAOZHI_MQTT_TLS_KEY', settings.tls.keyFile),
+        handshakeTimeout: CONNECT_TIMEOUT_MS,
+      });
+      tlsServer.on('connection', (connection: Socket) => admitted(connection));
+      tlsServer.on('secureConnection', serve);
+      tlsServer.on('tlsClientError', (error) => this.logger.debug?.(`MQTT: a TLS handshake failed: ${error.message}`));
+      this.server = tlsServer;
+    } else {
+      this.server = createServer((connection: Socket) => admitted(connection) && serve(connection));
+    }
+    this.caps = caps;
     await listen(this.server, settings.port, settings.host);
     try {
       await this.udp.listen(settings.udpPort, settings.host);
@@ -140,8 +226,28 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
       throw new StartupError(`XIAOZHI_UDP_PORT: cannot listen on ${settings.host}:${settings.udpPort} over UDP (${(error as Error).message})`);
     }
     this.logger.log(
-      `xiaozhi devices over MQTT on ${settings.host}:${this.port}, their audio over UDP on port ${this.udpPort} (XIAOZHI_MQTT_PORT, XIAOZHI_UDP_PORT)`,
+      `xiaozhi devices over MQTT${settings.tls ? ' over TLS' : ''} on ${settings.host}:${this.port}, their audio over UDP on port ${this.udpPort} (XIAOZHI_MQTT_PORT, XIAOZHI_UDP_PORT)`,
     );
+    const advertised = this.advertisedPort;
+    if (settings.tls && advertised !== FIRMWARE_MQTT_TLS_PORT)
+      this.logger.warn(
+        `MQTT is served over TLS, but devices are told port ${advertised}: the firmware speaks TLS on port ${FIRMWARE_MQTT_TLS_PORT} only, and will connect in plain MQTT. Listen on ${FIRMWARE_MQTT_TLS_PORT} or set XIAOZHI_MQTT_PUBLIC_ENDPOINT to a host:${FIRMWARE_MQTT_TLS_PORT} that reaches it`,
+      );
+    if (!settings.tls && advertised === FIRMWARE_MQTT_TLS_PORT)
+      this.logger.warn(
+        `Devices are told MQTT port ${FIRMWARE_MQTT_TLS_PORT}, where the firmware speaks TLS, but this server speaks plain MQTT: set XIAOZHI_MQTT_TLS_CERT and XIAOZHI_MQTT_TLS_KEY, or advertise another port (unless a TLS-terminating proxy is in front)`,
+      );
+  }
+
+  /** MQTT connections held (accepted, authenticated or not). */
+  get connections(): number {
+    return this.caps?.open ?? 0;
+  }
+
+  /** The port the configuration answer's endpoint names: `XIAOZHI_MQTT_PUBLIC_ENDPOINT`'s, else the bound one. */
+  private get advertisedPort(): number {
+    const endpoint = this.config.xiaozhi.mqtt?.publicEndpoint;
+    return endpoint ? Number(endpoint.slice(endpoint.lastIndexOf(':') + 1)) : this.port;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -164,7 +270,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
       type = (JSON.parse(payload.toString('utf8')) as { type?: unknown } | null)?.type;
     } catch {
       this.count('mqtt_not_json');
-      this.logger.warn(`MQTT: device ${device.deviceId} published ${payload.length} bytes that are not JSON: dropped`);
+      this.warn('not-json', `MQTT: device ${device.deviceId} published ${payload.length} bytes that are not JSON: dropped`);
       return;
     }
     if (device.waiting) {
@@ -181,7 +287,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const { client, deviceId } = device;
     const settings = this.config.xiaozhi.mqtt!;
     const udpHost = settings.udpPublicHost ?? plainAddress(tcpOf(client).localAddress) ?? '127.0.0.1';
-    const socket = new MqttDeviceSocket(client, deviceId, this.udp!, udpHost);
+    const socket = new MqttDeviceSocket(client, deviceId, this.udp!, { host: udpHost, port: settings.udpPublicPort });
     device.waiting = [{ payload: hello, type: 'hello' }];
     const token = this.config.xiaozhi.deviceToken;
     const headers: Record<string, string> = { 'device-id': deviceId, 'client-id': client.id, 'protocol-version': '1' };
@@ -217,11 +323,27 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const device = this.devices.get(client);
     if (!device) return;
     this.devices.delete(client);
+    if (this.byId.get(device.deviceId) === client) this.byId.delete(device.deviceId);
     device.socket?.dropped();
   }
 
   private count(event: VoiceEvent): void {
     this.metrics?.voiceEvent(XIAOZHI_PROTOCOL, event);
+  }
+
+  /** A refusal's warning, at most one line per 10 s of its kind (every one is counted). */
+  private warn(kind: string, message: string): void {
+    let warning = this.warnings.get(kind);
+    if (!warning) this.warnings.set(kind, (warning = new ThrottledWarning(this.logger)));
+    warning.warn(message);
+  }
+}
+
+function readTlsFile(setting: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new StartupError(`${setting}: cannot read ${path} (${(error as Error).message})`);
   }
 }
 

@@ -1,30 +1,21 @@
-import { createCipheriv, randomUUID } from 'crypto';
+import { randomUUID } from 'crypto';
 import { createSocket, Socket } from 'dgram';
 import { connectAsync, MqttClient } from 'mqtt';
 import { performance } from 'perf_hooks';
 import { OpusDecoder } from '../../../src/assistant/audio/opus-decoder';
 import { speechAt16k, uplinkPackets } from '../speech-packets';
 import { BoardIdentity } from './board-info';
-import { abortMessage, listenStartMessage, ListeningMode, listenStopMessage } from './device-messages';
+import { isJsonObject } from './cjson';
+import { DeviceMcpServer } from './device-mcp-server';
+import { abortMessage, listenStartMessage, ListeningMode, listenStopMessage, mcpMessage } from './device-messages';
+import { BoardState, boardTools, commonTools } from './device-tools';
 import { MessageInbox, ReceivedMessage } from './message-inbox';
 import { emptyConfiguration, requestOta, storeOtaAnswer, StoredConfiguration, OtaAnswer } from './ota-request';
+import { aesCtr, sealUplink, UDP_HEADER_BYTES } from './udp-seal';
 
-const HEADER_BYTES = 16;
+export { aesCtr, sealUplink } from './udp-seal';
 
-/** AES-128-CTR with the packet header as the counter block, as `MqttProtocol::CryptAesCtr`. */
-export function aesCtr(key: Buffer, iv: Uint8Array, data: Uint8Array): Buffer {
-  const cipher = createCipheriv('aes-128-ctr', key, iv);
-  return Buffer.concat([cipher.update(data), cipher.final()]);
-}
-
-/** One uplink datagram as `MqttProtocol::SendAudio` writes it: the nonce with length, timestamp and sequence written over it, then the encrypted packet. */
-export function sealUplink(key: Buffer, nonce: Buffer, payload: Uint8Array, timestamp: number, sequence: number): Buffer {
-  const header = Buffer.from(nonce);
-  header.writeUInt16BE(payload.length, 2);
-  header.writeUInt32BE(timestamp >>> 0, 8);
-  header.writeUInt32BE(sequence >>> 0, 12);
-  return Buffer.concat([header, aesCtr(key, header, payload)]);
-}
+const HEADER_BYTES = UDP_HEADER_BYTES;
 
 export interface UdpChannel {
   server: string;
@@ -40,14 +31,19 @@ export interface UdpChannel {
  * channel the server hello describes, where it sends and receives AES-CTR encrypted Opus, dropping
  * received packets as the firmware does (short, other type, length mismatch, sequence not above
  * the last). Everything received is kept for assertions; received audio is decoded at the server
- * hello's rate.
+ * hello's rate. Its MCP server (the WebSocket simulator's, with the same board tools) answers the
+ * gateway's `type:"mcp"` messages over MQTT.
  */
 export class MqttXiaozhiDevice {
   readonly identity: BoardIdentity;
   readonly configuration: StoredConfiguration = emptyConfiguration();
   readonly inbox = new MessageInbox();
+  readonly board = new BoardState();
+  readonly mcp: DeviceMcpServer;
   /** Decrypted Opus packets received over UDP, in order. */
   readonly audio: Uint8Array[] = [];
+  /** When each of {@link audio} arrived, in ms of {@link nowMs}. */
+  readonly audioAtMs: number[] = [];
   /** Datagrams the firmware's checks dropped. */
   droppedDatagrams = 0;
   mqtt?: MqttClient;
@@ -62,6 +58,20 @@ export class MqttXiaozhiDevice {
   constructor(options: { deviceId?: string } = {}) {
     const mac = options.deviceId ?? randomMac();
     this.identity = { deviceId: mac, clientId: randomUUID(), board: 'bread-compact-wifi', firmwareVersion: '2.4.2', language: 'zh-CN' };
+    this.mcp = new DeviceMcpServer(
+      { serverName: this.identity.board, serverVersion: this.identity.firmwareVersion, tools: [...commonTools(this.board), ...boardTools(this.board)] },
+      (payload) => void this.publish(mcpMessage(this.sessionId, payload)).catch(() => undefined),
+    );
+  }
+
+  /** Milliseconds since the device was made. */
+  nowMs(): number {
+    return performance.now() - this.epoch;
+  }
+
+  /** Whether its MQTT connection is up. */
+  get connected(): boolean {
+    return this.mqtt?.connected === true;
   }
 
   get deviceId(): string {
@@ -79,10 +89,15 @@ export class MqttXiaozhiDevice {
   }
 
   /** `MqttProtocol::StartMqttClient`: connects with the stored (or given) credentials; rejects when the server refuses. */
-  async connect(overrides: { password?: string; clientId?: string; username?: string } = {}): Promise<void> {
-    const { endpoint, client_id, username, password, keepalive } = this.configuration.mqtt;
-    const [host, port] = String(endpoint).split(':');
-    this.mqtt = await connectAsync(`mqtt://${host}:${port}`, {
+  async connect(
+    overrides: { password?: string; clientId?: string; username?: string; endpoint?: string; tls?: { ca: string | Buffer; servername?: string } } = {},
+  ): Promise<void> {
+    const { client_id, username, password, keepalive } = this.configuration.mqtt;
+    const endpoint = overrides.endpoint ?? String(this.configuration.mqtt.endpoint);
+    const [host, port] = endpoint.split(':');
+    this.mqtt?.removeAllListeners('message');
+    this.mqtt = await connectAsync(`${overrides.tls ? 'mqtts' : 'mqtt'}://${host}:${port}`, {
+      ...(overrides.tls ? { ca: overrides.tls.ca, servername: overrides.tls.servername, rejectUnauthorized: true } : {}),
       clientId: overrides.clientId ?? String(client_id),
       username: overrides.username ?? String(username),
       password: overrides.password ?? String(password),
@@ -189,6 +204,7 @@ export class MqttXiaozhiDevice {
   async close(): Promise<void> {
     this.udp?.close();
     this.udp = undefined;
+    this.mcp.stop();
     this.inbox.close('The device closed');
     await this.mqtt?.endAsync(true).catch(() => undefined);
   }
@@ -205,6 +221,7 @@ export class MqttXiaozhiDevice {
       this.udp?.close();
       this.udp = undefined;
     }
+    if (message.type === 'mcp' && isJsonObject(message.payload)) this.mcp.handle(message.payload);
     this.inbox.add({ atMs: performance.now() - this.epoch, message });
   }
 
@@ -220,6 +237,7 @@ export class MqttXiaozhiDevice {
       return;
     }
     this.remoteSequence = sequence;
+    this.audioAtMs.push(this.nowMs());
     this.audio.push(aesCtr(this.channel!.key, data.subarray(0, HEADER_BYTES), data.subarray(HEADER_BYTES)));
   }
 }
