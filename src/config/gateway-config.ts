@@ -171,6 +171,14 @@ export interface GatewayConfig {
       udpPort: number;
       udpPublicHost?: string;
     };
+    /** Activation of unbound devices by their owner's code, and a credential per device; absent while `XIAOZHI_ACTIVATION=off`. */
+    activation?: {
+      codeTtlMs: number;
+      attemptsPerAddress: number;
+      attemptsGlobal: number;
+      attemptsPerPrincipal: number;
+      codesPerAddress: number;
+    };
   };
   /** When a voice device's user starts and stops talking. */
   voice: {
@@ -421,6 +429,16 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
               secret: env.XIAOZHI_MQTT_SECRET ?? `xiaozhi-device-token:${env.XIAOZHI_DEVICE_TOKEN ?? ''}`,
               udpPort: env.XIAOZHI_UDP_PORT ?? env.XIAOZHI_MQTT_PORT,
               udpPublicHost: env.XIAOZHI_UDP_PUBLIC_HOST,
+            },
+      activation:
+        env.XIAOZHI_ACTIVATION === 'off'
+          ? undefined
+          : {
+              codeTtlMs: env.XIAOZHI_ACTIVATION_CODE_TTL_S * 1000,
+              attemptsPerAddress: env.XIAOZHI_ACTIVATION_ATTEMPTS_PER_ADDRESS,
+              attemptsGlobal: env.XIAOZHI_ACTIVATION_ATTEMPTS_GLOBAL,
+              attemptsPerPrincipal: env.XIAOZHI_ACTIVATION_ATTEMPTS_PER_PRINCIPAL,
+              codesPerAddress: env.XIAOZHI_ACTIVATION_CODES_PER_ADDRESS,
             },
     },
     voice: {

@@ -4,6 +4,9 @@ import { GATEWAY_CONFIG } from '../config/gateway-config';
 import { GatewayState } from '../core/state/gateway-state';
 import { HealthModule } from '../health/health.module';
 import { HealthChecks } from '../health/health-checks';
+import { ACTIVATION_PROVIDERS } from './activation/activation.providers';
+import { ActivationController } from './activation/activation.controller';
+import { ActivationService } from './activation/activation.service';
 import { DEVICE_PUSH } from './device-push';
 import { DeviceIdentityGuard } from './device-identity.guard';
 import { DeviceToolCatalogue } from './device-tool-catalogue';
@@ -25,6 +28,7 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
  * - `Reachability`: who may reach which device, and who owns each id;
  * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
  * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
+ * - activation (`activation/`): owners bind devices by code, each bound device gets a secret of its own.
  * Also the `/devices` routes and the `device_say` and `release_device` tools.
  */
 @Module({
@@ -39,9 +43,10 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
     DeviceIdentityGuard,
     DeviceToolCatalogue,
     FleetTools,
+    ...ACTIVATION_PROVIDERS,
   ],
-  controllers: [DevicesController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
+  controllers: [DevicesController, ActivationController],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, ActivationService],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

@@ -10,10 +10,12 @@ import { CLOSE_GOING_AWAY } from '../core/ws/gateway-ws.adapter';
 import { HealthChecks } from '../health/health-checks';
 import { HealthModule } from '../health/health.module';
 import { LlmGatewayModule } from '../llm-gateway/llm-gateway.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { DeviceMcpTools } from './device-mcp-tools';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords, MemoryDeviceBootRecords, RedisDeviceBootRecords } from './ota/device-boot-records';
 import { GatewayState } from '../core/state/gateway-state';
 import { XiaozhiOtaController } from './ota/xiaozhi-ota.controller';
+import { XiaozhiActivationController } from './ota/xiaozhi-activation.controller';
 import { VoiceSessions } from './voice-sessions';
 import { XiaozhiGateway } from './xiaozhi.gateway';
 import { XIAOZHI_DECLARATION } from './xiaozhi.protocol';
@@ -27,8 +29,8 @@ import { XiaozhiMqttServer } from './mqtt/xiaozhi-mqtt.server';
  * ({@link SpeechEnginesModule}) and the LLM gateway's turn engine.
  */
 @Module({
-  imports: [HealthModule, LlmGatewayModule, SpeechEnginesModule.register()],
-  controllers: [XiaozhiOtaController],
+  imports: [HealthModule, LlmGatewayModule, FleetModule, SpeechEnginesModule.register()],
+  controllers: [XiaozhiOtaController, XiaozhiActivationController],
   providers: [
     XiaozhiGateway,
     XiaozhiUpgradeGuard,
@@ -65,6 +67,8 @@ export class XiaozhiModule implements OnModuleInit, OnApplicationBootstrap {
 
   onModuleInit(): void {
     this.protocols.declare(XIAOZHI_DECLARATION);
+    // A device's own secret (XIAOZHI_ACTIVATION=required) opens its xiaozhi sessions, and nothing else.
+    this.tokens.acceptDeviceCredentialsOn(XIAOZHI_PROTOCOL);
   }
 
   /** A device token the gateway itself would refuse is told at start, not found out device by device. */
