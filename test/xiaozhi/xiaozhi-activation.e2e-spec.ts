@@ -1,9 +1,10 @@
 /** @jest-environment ./test/support/native-typed-arrays.environment.js */
 import { createHash, randomBytes } from 'crypto';
 import type Redis from 'ioredis';
-import { bearer, eventually, getJson, postJson } from '../support/fleet-client';
+import { bearer, eventually, getJson, mcpAgent, postJson } from '../support/fleet-client';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
 import { TestSocket, UpgradeRefused } from '../support/test-socket';
+import { MqttXiaozhiDevice } from '../support/xiaozhi/mqtt-device';
 import { XiaozhiConnectionError, XiaozhiDevice, XiaozhiDeviceOptions } from '../support/xiaozhi/xiaozhi-device';
 import { DEVICE_TOKEN, startXiaozhiStack, XiaozhiStack } from '../support/xiaozhi/xiaozhi-stack';
 
@@ -163,6 +164,29 @@ describe('xiaozhi device activation across replicas', () => {
     expect([401, 403]).toContain(mcp.status);
     expect(await refusal(TestSocket.open(b.gateway.ws('/'), { headers: { ...bearer(secret), 'Device-Id': id } }))).toBe(403);
   }, 30_000);
+
+  it("binds through the activate_device tool of an MCP agent, in the caller's name", async () => {
+    const device = newDevice();
+    const first = await device.requestConfiguration(otaOf(a));
+    const agent = await mcpAgent(b.gateway, OTHER_OWNER_TOKEN);
+    try {
+      const wrong = await agent.callTool({ name: 'activate_device', arguments: { code: first.body.activation.code === '000000' ? '000001' : '000000' } });
+      expect(wrong.isError).toBe(true);
+      const bound = await agent.callTool({ name: 'activate_device', arguments: { code: first.body.activation.code } });
+      expect(bound.isError).toBeFalsy();
+      expect(bound.structuredContent ?? JSON.parse((bound.content as { text: string }[])[0].text)).toEqual({ device: device.identity.deviceId, bound: true });
+    } finally {
+      await agent.close();
+    }
+    const issued = await device.requestConfiguration(otaOf(b));
+    await device.connect(sessionOf(b), issued.body.websocket.token);
+    await eventually(
+      async () => (await getJson(a.gateway, `/devices/${device.identity.deviceId}`, OTHER_OWNER_TOKEN)).status === 200,
+      5000,
+      'listed to its owner',
+    );
+    expect((await getJson(a.gateway, `/devices/${device.identity.deviceId}`, OWNER_TOKEN)).status).toBe(404);
+  }, 20_000);
 
   it('binds a code once: a replayed activation is refused exactly as a wrong code is', async () => {
     const device = newDevice();
@@ -361,5 +385,58 @@ describe('activation code guessing', () => {
     } finally {
       await device.close();
     }
+  }, 30_000);
+});
+
+/** Over MQTT + UDP: a bound device's MQTT password is its own secret, given once; derived passwords and revoked secrets are refused at CONNECT. */
+describe('xiaozhi device activation over MQTT', () => {
+  let stack: XiaozhiStack;
+  const devices: MqttXiaozhiDevice[] = [];
+
+  beforeAll(async () => {
+    stack = await startXiaozhiStack({
+      AUTH_TOKENS: `${OWNER_TOKEN},${STRANGER_TOKEN}`,
+      XIAOZHI_ACTIVATION: 'required',
+      XIAOZHI_MQTT_PORT: 0,
+      XIAOZHI_MQTT_HOST: '127.0.0.1',
+      XIAOZHI_TRANSPORT: 'mqtt',
+    });
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(devices.splice(0).map((device) => device.close()));
+    await stack?.close();
+  });
+
+  const activatedOverMqtt = async (): Promise<MqttXiaozhiDevice> => {
+    const device = new MqttXiaozhiDevice({ deviceId: mac() });
+    devices.push(device);
+    const first = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    expect(first.body.mqtt).toBeUndefined();
+    expect((await postJson(stack.gateway, '/devices/activate', OWNER_TOKEN, { code: first.body.activation.code })).status).toBe(200);
+    const issued = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    expect(issued.body.mqtt).toMatchObject({ client_id: device.deviceId, username: device.deviceId, password: expect.stringMatching(/^dev_/) });
+    return device;
+  };
+
+  it('connects a bound device with its own secret as its MQTT password, and refuses it anywhere else', async () => {
+    const device = await activatedOverMqtt();
+    const other = await activatedOverMqtt();
+    const secret = String(device.configuration.mqtt.password);
+
+    const later = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
+    expect(later.body.mqtt).not.toHaveProperty('password');
+    expect(device.configuration.mqtt.password).toBe(secret);
+
+    await expect(other.connect({ password: secret })).rejects.toThrow();
+    await expect(device.connect({ password: 'dev_wrong' })).rejects.toThrow();
+    await device.connect();
+    const hello = await device.openAudioChannel();
+    expect(hello).toMatchObject({ type: 'hello', transport: 'udp' });
+    await eventually(async () => (await getJson(stack.gateway, `/devices/${device.deviceId}`, OWNER_TOKEN)).status === 200, 5000, 'listed');
+    expect((await getJson(stack.gateway, `/devices/${device.deviceId}`, STRANGER_TOKEN)).status).toBe(404);
+
+    expect((await postJson(stack.gateway, `/devices/${other.deviceId}/credential/revoke`, OWNER_TOKEN, {})).status).toBe(200);
+    await expect(other.connect()).rejects.toThrow();
   }, 30_000);
 });
