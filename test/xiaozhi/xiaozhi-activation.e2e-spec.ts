@@ -337,6 +337,45 @@ describe('xiaozhi device activation across replicas', () => {
   }, 30_000);
 });
 
+/** A serial-number device bound before it answered its challenge: no secret until it does. */
+describe('xiaozhi activation of a serial-number device bound before its proof', () => {
+  let stack: XiaozhiStack;
+
+  beforeAll(async () => {
+    stack = await startXiaozhiStack({ AUTH_TOKENS: OWNER_TOKEN, XIAOZHI_ACTIVATION: 'required' });
+  }, 30_000);
+
+  afterAll(() => stack?.close());
+
+  it('answers its challenge alone (no code) and issues its secret only once the HMAC is right', async () => {
+    const key = randomBytes(32);
+    const device = new XiaozhiDevice({ deviceId: mac(), serialNumber: 'SN-LATE-0001', activationKey: key });
+    const ota = stack.gateway.http('/xiaozhi/ota/');
+    try {
+      const provisioned = await fetch(stack.gateway.http(`/devices/${device.identity.deviceId}/activation-key`), {
+        method: 'PUT',
+        headers: { ...bearer(OWNER_TOKEN), 'Content-Type': 'application/json' },
+        body: JSON.stringify({ key: key.toString('hex') }),
+      });
+      expect(provisioned.status).toBe(200);
+      const first = await device.requestConfiguration(ota);
+      expect((await postJson(stack.gateway, '/devices/activate', OWNER_TOKEN, { code: first.body.activation.code })).status).toBe(200);
+
+      const waiting = await device.requestConfiguration(ota);
+      expect(waiting.body.websocket).toBeUndefined();
+      expect(waiting.body.activation).toEqual({ message: expect.any(String), challenge: first.body.activation.challenge, timeout_ms: 300_000 });
+      expect(device.activationPrompt()).toBeUndefined();
+
+      expect((await device.activate(ota)).status).toBe(200);
+      const issued = await device.requestConfiguration(ota);
+      expect(issued.body.activation).toBeUndefined();
+      expect(issued.body.websocket.token).toMatch(/^dev_/);
+    } finally {
+      await device.close();
+    }
+  }, 30_000);
+});
+
 /**
  * Guessing codes: each attempt counted, every wrong one answered alike, and the limits reached
  * before any code can be found; a right code past a limit is refused too (the limit comes first).
