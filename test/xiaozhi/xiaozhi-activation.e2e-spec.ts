@@ -411,7 +411,7 @@ describe('activation code guessing', () => {
       });
       expect(limited.status).toBe(429);
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect((await limited.json()).error.code).toBe('RATE_LIMITED');
+      expect(((await limited.json()) as { error: { code: string } }).error.code).toBe('RATE_LIMITED');
 
       const metrics = await (await fetch(stack.gateway.http('/metrics'), { headers: bearer(OWNER_TOKEN) })).text();
       expect(activationCount(metrics, 'wrong_code')).toBe(5);
