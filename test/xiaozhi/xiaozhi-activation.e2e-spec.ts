@@ -477,5 +477,10 @@ describe('xiaozhi device activation over MQTT', () => {
 
     expect((await postJson(stack.gateway, `/devices/${other.deviceId}/credential/revoke`, OWNER_TOKEN, {})).status).toBe(200);
     await expect(other.connect()).rejects.toThrow();
+
+    // Revoked while its audio channel is open: the channel and the MQTT connection end.
+    expect((await postJson(stack.gateway, `/devices/${device.deviceId}/credential/revoke`, OWNER_TOKEN, {})).status).toBe(200);
+    await eventually(() => device.mqtt?.connected === false, 5000, 'the MQTT connection of the revoked device closed');
+    await expect(device.connect()).rejects.toThrow();
   }, 30_000);
 });
