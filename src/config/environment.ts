@@ -1293,6 +1293,63 @@ export class EnvironmentVariables {
   @IsString()
   @MinLength(1)
   XIAOZHI_MQTT_TLS_KEY?: string;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      "`required`: a xiaozhi device must be activated by its owner before it gets a credential. An unbound device's configuration answer carries an `activation` code it speaks; its owner binds it with their own token (`POST /devices/activate`, the `activate_device` tool), and its next answer gives it a secret of its own (stored as a hash). `off`: every device gets `XIAOZHI_DEVICE_TOKEN`, as before. Needs tokens (`AUTH_TOKENS`, `AUTH_TOKENS_FILE` or `OIDC_ISSUERS`): a device is bound to its owner's principal.",
+  })
+  @IsIn(['off', 'required'], { message: 'XIAOZHI_ACTIVATION must be "off" or "required"' })
+  XIAOZHI_ACTIVATION: 'off' | 'required' = 'off';
+
+  @Setting({
+    group: 'xiaozhi',
+    unit: 'seconds',
+    about: 'How long an activation code lives: the same device asking again meanwhile gets the same code; after it, a new one.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(30)
+  @Max(3600)
+  XIAOZHI_ACTIVATION_CODE_TTL_S = 300;
+
+  @Setting({
+    group: 'xiaozhi',
+    about: 'Activation attempts (`POST /devices/activate`, right or wrong) one source address may make per minute; past it, 429 `RATE_LIMITED`.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  XIAOZHI_ACTIVATION_ATTEMPTS_PER_ADDRESS = 10;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      'Activation attempts the whole gateway (every replica together) takes per minute; past it, every caller gets 429 `RATE_LIMITED` until the minute ends.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  XIAOZHI_ACTIVATION_ATTEMPTS_GLOBAL = 60;
+
+  @Setting({
+    group: 'xiaozhi',
+    about:
+      'Activation attempts one principal (token) may make per hour; past it, its attempts are refused (429) until the hour ends. This bound is what makes guessing a 6-digit code pointless (docs/guides/fleet-operations.md).',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  XIAOZHI_ACTIVATION_ATTEMPTS_PER_PRINCIPAL = 20;
+
+  @Setting({
+    group: 'xiaozhi',
+    about: 'Activation codes one source address may be handed per minute (configuration requests of unbound devices); past it, the answer is 429.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  XIAOZHI_ACTIVATION_CODES_PER_ADDRESS = 30;
 }
 
 /** Names of every variable the gateway reads, in declaration order. */
@@ -1349,6 +1406,13 @@ const CROSS_CHECKS: readonly CrossCheck[] = [
     problem: (env) =>
       (env.XIAOZHI_MQTT_TLS_CERT === undefined) !== (env.XIAOZHI_MQTT_TLS_KEY === undefined)
         ? 'XIAOZHI_MQTT_TLS_CERT and XIAOZHI_MQTT_TLS_KEY go together: set both to serve MQTT over TLS, or neither'
+        : undefined,
+  },
+  {
+    names: ['XIAOZHI_ACTIVATION'],
+    problem: (env) =>
+      env.XIAOZHI_ACTIVATION === 'required' && !tokensConfigured(env)
+        ? "XIAOZHI_ACTIVATION=required needs tokens (AUTH_TOKENS, AUTH_TOKENS_FILE or OIDC_ISSUERS): a device is bound to the principal of its owner's token"
         : undefined,
   },
   {

@@ -178,6 +178,14 @@ export interface GatewayConfig {
       /** PEM certificate and key files: MQTT over TLS when set. */
       tls?: { certFile: string; keyFile: string };
     };
+    /** Activation of unbound devices by their owner's code, and a credential per device; absent while `XIAOZHI_ACTIVATION=off`. */
+    activation?: {
+      codeTtlMs: number;
+      attemptsPerAddress: number;
+      attemptsGlobal: number;
+      attemptsPerPrincipal: number;
+      codesPerAddress: number;
+    };
   };
   /** When a voice device's user starts and stops talking. */
   voice: {
@@ -437,6 +445,16 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
                 env.XIAOZHI_MQTT_TLS_CERT === undefined || env.XIAOZHI_MQTT_TLS_KEY === undefined
                   ? undefined
                   : { certFile: env.XIAOZHI_MQTT_TLS_CERT, keyFile: env.XIAOZHI_MQTT_TLS_KEY },
+            },
+      activation:
+        env.XIAOZHI_ACTIVATION === 'off'
+          ? undefined
+          : {
+              codeTtlMs: env.XIAOZHI_ACTIVATION_CODE_TTL_S * 1000,
+              attemptsPerAddress: env.XIAOZHI_ACTIVATION_ATTEMPTS_PER_ADDRESS,
+              attemptsGlobal: env.XIAOZHI_ACTIVATION_ATTEMPTS_GLOBAL,
+              attemptsPerPrincipal: env.XIAOZHI_ACTIVATION_ATTEMPTS_PER_PRINCIPAL,
+              codesPerAddress: env.XIAOZHI_ACTIVATION_CODES_PER_ADDRESS,
             },
     },
     voice: {

@@ -57,6 +57,33 @@ describe('MemoryDeviceDirectory: who owns a device id', () => {
     expect(await directory.owner('kitchen')).toBeUndefined();
   });
 
+  it('keeps an activated id for good, online or not, until its owner unbinds it', async () => {
+    expect(await directory.bind('kitchen', 'alice')).toBe('bound');
+    expect(await directory.admit('kitchen', 'bob')).toBe('alice');
+    await directory.claim(entry('kitchen', 'alice'));
+    await directory.release('kitchen', 'kitchen-c1');
+    now += 1000 * 60_000;
+    expect(await directory.owner('kitchen')).toBe('alice');
+    expect(await directory.bind('kitchen', 'bob')).toBe('taken');
+    expect(await directory.unbind('kitchen', 'bob')).toBe(false);
+    expect(await directory.unbind('kitchen', 'alice')).toBe(true);
+    expect(await directory.owner('kitchen')).toBeUndefined();
+  });
+
+  it('binds an id another principal connected as only once that connection is gone, and lets an online unbound id lapse as usual', async () => {
+    await directory.admit('hall', 'bob');
+    await directory.claim(entry('hall', 'bob'));
+    expect(await directory.bind('hall', 'alice')).toBe('taken');
+    await directory.release('hall', 'hall-c1');
+    expect(await directory.bind('hall', 'alice')).toBe('bound');
+    await directory.claim(entry('hall', 'alice', 'hall-c2'));
+    expect(await directory.unbind('hall', 'alice')).toBe(true);
+    expect(await directory.owner('hall')).toBe('alice');
+    await directory.release('hall', 'hall-c2');
+    now += 60_000;
+    expect(await directory.owner('hall')).toBeUndefined();
+  });
+
   it('forgets lapsed ids as it grows, so ids that came and went do not pile up', async () => {
     for (let index = 0; index < 1024; index++) await directory.admit(`gone-${index}`, 'alice');
     now += ADMISSION_MS;

@@ -17,6 +17,9 @@ export const ADMISSION_MS = 60_000;
 /** What {@link DeviceDirectory.disown} did. */
 export type Disowned = 'released' | 'online' | 'not-owner';
 
+/** What {@link DeviceDirectory.bind} did: `taken` when another principal holds the id (bound to it, or connected as it). */
+export type Bound = 'bound' | 'taken';
+
 /**
  * Which devices are online, on which instance, with which tools, and which principal owns each
  * id: read from a mirror in memory (a lookup on a tool call costs no round trip), written through
@@ -62,6 +65,14 @@ export interface DeviceDirectory {
   keepOwned(id: string, owner: string, untilMs: number): Promise<void>;
   /** The owner gives the id up (only while it is offline): another principal may connect as it. */
   disown(id: string, principal: string): Promise<Disowned>;
+  /**
+   * An activated device's id becomes `principal`'s for good: no lapse, online or not, until
+   * {@link unbind}. Refused (`taken`) while the id is bound to another principal, or another
+   * principal's connection holds it.
+   */
+  bind(id: string, principal: string): Promise<Bound>;
+  /** Ends `principal`'s binding of the id: an offline id is free at once, an online one lapses as usual once its connection ends. Whether it was bound to `principal`. */
+  unbind(id: string, principal: string): Promise<boolean>;
   /** Every device online, from the mirror. */
   all(): IterableIterator<DeviceEntry>;
   readonly size: number;
@@ -74,8 +85,10 @@ interface Ownership {
   principal: string;
   /** Epoch ms until which something is pending for the device. */
   pendingUntil: number;
-  /** Epoch ms at which it lapses, pending aside; `undefined` while the device is online. */
+  /** Epoch ms at which it lapses, pending aside; `undefined` while the device is online, and while it is bound. */
   lapsesAt?: number;
+  /** Bound by activation: it never lapses. */
+  bound?: boolean;
 }
 
 /** The directory of one instance alone: the mirror is the store. */
@@ -128,7 +141,7 @@ export class MemoryDeviceDirectory implements DeviceDirectory {
     if (this.entries.get(id)?.connectionId !== connectionId) return false;
     this.entries.delete(id);
     const owner = this.owners.get(id);
-    if (owner) owner.lapsesAt = this.now() + this.lapseMs;
+    if (owner && !owner.bound) owner.lapsesAt = this.now() + this.lapseMs;
     this.changeStream.next({ id });
     return true;
   }
@@ -151,6 +164,21 @@ export class MemoryDeviceDirectory implements DeviceDirectory {
     if (this.ownership(id)?.principal !== principal) return 'not-owner';
     this.owners.delete(id);
     return 'released';
+  }
+
+  async bind(id: string, principal: string): Promise<Bound> {
+    const owner = this.ownership(id);
+    if (owner && owner.principal !== principal && (owner.bound || this.entries.has(id))) return 'taken';
+    this.owners.set(id, { principal, pendingUntil: owner?.principal === principal ? owner.pendingUntil : 0, bound: true });
+    return 'bound';
+  }
+
+  async unbind(id: string, principal: string): Promise<boolean> {
+    const owner = this.ownership(id);
+    if (!owner?.bound || owner.principal !== principal) return false;
+    if (this.entries.has(id)) owner.bound = false;
+    else this.owners.delete(id);
+    return true;
   }
 
   all(): IterableIterator<DeviceEntry> {

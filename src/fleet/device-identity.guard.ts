@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 import { AccessTokenService } from '../core/auth/access-token.service';
+import { credentialDeviceOf } from '../core/auth/device-credential';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../core/ws/upgrade-guard';
 import { DEVICE_ID_HEADER, DEVICE_ID_PARAMETER, deviceIdProblem } from './device-id';
 import { Reachability } from './reachability';
@@ -37,11 +38,18 @@ export class DeviceIdentityGuard implements UpgradeGuard {
   async canUpgrade(context: UpgradeContext): Promise<void> {
     const header = context.request.headers[DEVICE_ID_HEADER];
     const deviceId = (Array.isArray(header) ? header[0] : header) ?? context.url.searchParams.get(DEVICE_ID_PARAMETER) ?? undefined;
-    if (deviceId === undefined) return;
+    const credentialDevice = credentialDeviceOf(context.request);
+    if (deviceId === undefined) {
+      if (credentialDevice !== undefined) throw new UpgradeRefusedException(403, 'A device credential connects as its own device only: send its Device-Id');
+      return;
+    }
     const problem = deviceIdProblem(deviceId);
     if (problem) throw new UpgradeRefusedException(400, `Device-Id "${deviceId.slice(0, 80)}": ${problem}`);
+    if (credentialDevice !== undefined && credentialDevice !== deviceId)
+      throw new UpgradeRefusedException(403, `This credential is another device's: it may not connect as device "${deviceId}"`);
     const grant = this.tokens.grantOf(context.principal);
-    if (grant.devices && !grant.devices(deviceId)) {
+    // A device's own secret was issued for that id by its owner's activation: the owner's globs need not name it.
+    if (credentialDevice === undefined && grant.devices && !grant.devices(deviceId)) {
       throw new UpgradeRefusedException(403, `Token "${grant.name}" may not connect as device "${deviceId}" (its devices in the tokens file)`);
     }
     const owner = await this.reachability.admit(deviceId, context.principal ?? '');

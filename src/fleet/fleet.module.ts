@@ -7,6 +7,9 @@ import { HealthChecks } from '../health/health-checks';
 import { BudgetTools } from './budgets/budget.tools';
 import { DeviceBudgets } from './budgets/device-budgets';
 import { DeviceBudgetsController } from './budgets/device-budgets.controller';
+import { ACTIVATION_PROVIDERS } from './activation/activation.providers';
+import { ActivationController } from './activation/activation.controller';
+import { ActivationService } from './activation/activation.service';
 import { DEVICE_PUSH } from './device-push';
 import { DeviceIdentityGuard } from './device-identity.guard';
 import { DeviceToolCatalogue } from './device-tool-catalogue';
@@ -32,7 +35,8 @@ import { RolloutTools } from './rollouts/rollout.tools';
  * - `Reachability`: who may reach which device, and who owns each id;
  * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
  * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
- * - `DeviceRollouts`: firmware rollouts and endpoint moves, offered in devices' configuration answers.
+ * - `DeviceRollouts`: firmware rollouts and endpoint moves, offered in devices' configuration answers;
+ * - activation (`activation/`): owners bind devices by code, each bound device gets a secret of its own.
  * Also the `/devices` and `/fleet` routes, the `device_say` and `release_device` tools and the rollouts' tools.
  */
 @Module({
@@ -57,9 +61,10 @@ import { RolloutTools } from './rollouts/rollout.tools';
     },
     DeviceRollouts,
     RolloutTools,
+    ...ACTIVATION_PROVIDERS,
   ],
-  controllers: [DevicesController, DeviceBudgetsController, RolloutsController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts],
+  controllers: [DevicesController, DeviceBudgetsController, RolloutsController, ActivationController],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts, ActivationService],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { Subject } from 'rxjs';
 import { ThrottledWarning } from '../core/logging/throttled-warning';
 import type { DeviceEntry } from './device-entry';
-import { ADMISSION_MS, type DeviceDirectory, type DirectoryChange, type Disowned } from './device-directory';
+import { ADMISSION_MS, type Bound, type DeviceDirectory, type DirectoryChange, type Disowned } from './device-directory';
 import type { RedisChannels } from './replicas/redis-channels';
 
 /** How long an instance counts as alive after it last said so, and how often it says so. */
@@ -56,10 +56,12 @@ return 1`,
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current or cjson.decode(current).connectionId ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
-local lapsesAt = tonumber(ARGV[6]) + tonumber(ARGV[5])
-local pending = tonumber(redis.call('HGET', KEYS[2], 'pending') or '0')
-if pending > lapsesAt then lapsesAt = pending end
-redis.call('PEXPIREAT', KEYS[2], lapsesAt)
+if redis.call('HGET', KEYS[2], 'bound') ~= '1' then
+  local lapsesAt = tonumber(ARGV[6]) + tonumber(ARGV[5])
+  local pending = tonumber(redis.call('HGET', KEYS[2], 'pending') or '0')
+  if pending > lapsesAt then lapsesAt = pending end
+  redis.call('PEXPIREAT', KEYS[2], lapsesAt)
+end
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1`,
   },
@@ -81,6 +83,26 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'online' end
 if redis.call('HGET', KEYS[2], 'principal') ~= ARGV[2] then return 'not-owner' end
 redis.call('DEL', KEYS[2])
 return 'released'`,
+  },
+  /** KEYS: devices, owner. ARGV: id, principal. Binds the id to the principal for good, unless another holds it (bound, or connected). */
+  fleetBind: {
+    keys: 2,
+    lua: `
+local owner = redis.call('HGET', KEYS[2], 'principal')
+if owner and owner ~= ARGV[2] and (redis.call('HGET', KEYS[2], 'bound') == '1' or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1) then return 'taken' end
+if owner ~= ARGV[2] then redis.call('DEL', KEYS[2]) end
+redis.call('HSET', KEYS[2], 'principal', ARGV[2], 'bound', '1')
+redis.call('HSETNX', KEYS[2], 'pending', 0)
+redis.call('PERSIST', KEYS[2])
+return 'bound'`,
+  },
+  /** KEYS: devices, owner. ARGV: id, principal. Ends the principal's binding: an offline id is freed, an online one lapses once its connection ends. */
+  fleetUnbind: {
+    keys: 2,
+    lua: `
+if redis.call('HGET', KEYS[2], 'principal') ~= ARGV[2] or redis.call('HGET', KEYS[2], 'bound') ~= '1' then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HDEL', KEYS[2], 'bound') else redis.call('DEL', KEYS[2]) end
+return 1`,
   },
   /**
    * KEYS: devices, owner. ARGV: id, entry, channel, change, owner. After the store lost its data:
@@ -246,6 +268,14 @@ export class RedisDeviceDirectory implements DeviceDirectory {
 
   async disown(id: string, principal: string): Promise<Disowned> {
     return (await this.redis.fleetDisown(this.hashKey, this.ownerKey(id), id, principal)) as Disowned;
+  }
+
+  async bind(id: string, principal: string): Promise<Bound> {
+    return (await this.redis.fleetBind(this.hashKey, this.ownerKey(id), id, principal)) as Bound;
+  }
+
+  async unbind(id: string, principal: string): Promise<boolean> {
+    return (await this.redis.fleetUnbind(this.hashKey, this.ownerKey(id), id, principal)) === 1;
   }
 
   all(): IterableIterator<DeviceEntry> {

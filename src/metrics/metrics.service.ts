@@ -17,6 +17,9 @@ import { ToolCallMetrics } from './tool-call-metrics';
 const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120];
 
 /** How a turn ended. */
+/** What became of one activation step: an owner's code (bound, wrong, refused by a limit, the id another's), a code handed out, a device's wrong HMAC. */
+export type ActivationOutcome = 'bound' | 'wrong_code' | 'rate_limited' | 'taken' | 'code_issued' | 'hmac_refused';
+
 export type TurnOutcome = 'answered' | 'cancelled' | 'failed';
 
 /**
@@ -122,6 +125,12 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
     ['kind', 'outcome'],
   );
 
+  private readonly activations = this.counter(
+    'gateway_device_activations_total',
+    'Device activation attempts and answers, by outcome (bound, wrong_code, rate_limited, taken, code_issued, hmac_refused): guessing shows as wrong_code and rate_limited',
+    ['outcome'],
+  );
+
   /**
    * The process's metrics, set up with the service: prom-client counts CPU from the moment its
    * collectors start, so set up at the first scrape they read about nothing (0 s) there.
@@ -186,6 +195,11 @@ export class MetricsService implements CoreObserver, AssistantObserver, ContextR
   /** A spend refused over a spent budget. */
   budgetRefused(principal: string, meter: Meter): void {
     this.budgetRefusals.bind(principal, meter).inc();
+  }
+
+  /** One step of a device's activation (see `ActivationService`). */
+  activation(outcome: ActivationOutcome): void {
+    this.activations.bind(outcome).inc();
   }
 
   /** One resource read, prompt or completion (see `ContextCatalogueService`). */

@@ -15,6 +15,7 @@ import { DeviceMcpTools } from './device-mcp-tools';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords, MemoryDeviceBootRecords, RedisDeviceBootRecords } from './ota/device-boot-records';
 import { GatewayState } from '../core/state/gateway-state';
 import { XiaozhiOtaController } from './ota/xiaozhi-ota.controller';
+import { XiaozhiActivationController } from './ota/xiaozhi-activation.controller';
 import { VoiceSessions } from './voice-sessions';
 import { XiaozhiGateway } from './xiaozhi.gateway';
 import { XIAOZHI_DECLARATION } from './xiaozhi.protocol';
@@ -29,7 +30,7 @@ import { XiaozhiMqttServer } from './mqtt/xiaozhi-mqtt.server';
  */
 @Module({
   imports: [HealthModule, LlmGatewayModule, FleetModule, SpeechEnginesModule.register()],
-  controllers: [XiaozhiOtaController],
+  controllers: [XiaozhiOtaController, XiaozhiActivationController],
   providers: [
     XiaozhiGateway,
     XiaozhiUpgradeGuard,
@@ -66,6 +67,8 @@ export class XiaozhiModule implements OnModuleInit, OnApplicationBootstrap {
 
   onModuleInit(): void {
     this.protocols.declare(XIAOZHI_DECLARATION);
+    // A device's own secret (XIAOZHI_ACTIVATION=required) opens its xiaozhi sessions, and nothing else.
+    this.tokens.acceptDeviceCredentialsOn(XIAOZHI_PROTOCOL);
   }
 
   /** A device token the gateway itself would refuse is told at start, not found out device by device. */

@@ -322,6 +322,20 @@ export function setupDevices(gateway) {
   document.addEventListener('visibilitychange', schedule);
   $('#devices-refresh').addEventListener('click', () => void load());
 
+  // Activation (XIAOZHI_ACTIVATION=required): the code a new device speaks binds it to this token's owner.
+  const code = /** @type {HTMLInputElement} */ ($('#activation-code'));
+  const reportActivation = reporter($('#activation-result'), gateway);
+  $('#device-activate').addEventListener('submit', (/** @type {SubmitEvent} */ event) => {
+    event.preventDefault();
+    void reportActivation(async () => {
+      const answer = await request(gateway(), 'POST', '/devices/activate', { code: code.value.trim() });
+      if (!answer.ok) return refusal(answer);
+      code.value = '';
+      void load();
+      return { ok: true, headline: `Device ${answer.body?.device} is yours: it gets its own credential at its next configuration request` };
+    });
+  });
+
   return {
     load,
     /** Starts or stops the reading, as the view comes on screen or leaves it. @param {boolean} visible */

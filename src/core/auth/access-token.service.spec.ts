@@ -31,6 +31,34 @@ describe('AccessTokenService', () => {
   });
 });
 
+describe('AccessTokenService: device secrets at an upgrade', () => {
+  const known = { deviceId: 'aa:bb', principal: 'name:alice' };
+  const service = () => {
+    const tokens = new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: 'alpha' }));
+    tokens.useDeviceCredentials(async (secret) => (secret === 'dev_right' ? known : undefined));
+    tokens.acceptDeviceCredentialsOn('xiaozhi');
+    return tokens;
+  };
+
+  it("accepts a device's own secret on a device protocol, as its owner restricted to the device", async () => {
+    expect(await service().authenticateUpgrade('dev_right', 'shared', 'xiaozhi')).toEqual({ ok: true, principal: 'name:alice', device: 'aa:bb' });
+    expect(await service().authenticateUpgrade('dev_wrong', 'shared', 'xiaozhi')).toMatchObject({ ok: false, status: 403 });
+  });
+
+  it('treats it as an unknown token anywhere else: other protocols, HTTP routes, messages', async () => {
+    expect(await service().authenticateUpgrade('dev_right', 'shared', 'llm')).toMatchObject({ ok: false, status: 403 });
+    expect(await service().authenticateBearer('dev_right')).toMatchObject({ ok: false, status: 403 });
+  });
+
+  it('keeps static tokens working beside it, and refuses (does not crash) when the store fails', async () => {
+    expect(await service().authenticateUpgrade('alpha', 'shared', 'xiaozhi')).toMatchObject({ ok: true, principal: expect.stringMatching(/^token:/) });
+    const failing = new AccessTokenService(loadGatewayConfig({ AUTH_TOKENS: 'alpha' }));
+    failing.useDeviceCredentials(() => Promise.reject(new Error('Redis is down')));
+    failing.acceptDeviceCredentialsOn('xiaozhi');
+    expect(await failing.authenticateUpgrade('dev_right', 'shared', 'xiaozhi')).toMatchObject({ ok: false, status: 403 });
+  });
+});
+
 describe('AccessTokenService with OIDC_ISSUERS', () => {
   const protocols = new ProtocolRegistry();
   protocols.declare({ name: 'mcp', protectedResource: '/mcp' });

@@ -5,6 +5,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import type { MaybePromise } from '../maybe-promise';
 import { ProtocolRegistry } from '../protocols/protocol-registry';
 import { watchFileChanges } from './file-watch';
+import { DEVICE_SECRET_PREFIX, DeviceCredentialCheck } from './device-credential';
 import { FULL_ACCESS, Grant, NO_ACCESS } from './grant';
 import { JwtAccessTokens, type JwtVerification, looksLikeJwt, OIDC_PRINCIPAL_PREFIX } from './jwt-access-tokens';
 import { TokenIntrospection } from './token-introspection';
@@ -19,6 +20,8 @@ export type AuthenticationResult =
       scopes?: ReadonlySet<string>;
       /** When a JWT stops being valid (ms since the epoch); absent for static tokens. */
       expiresAt?: number;
+      /** A device's own secret: the one device it may connect as (the principal is its owner's). */
+      device?: string;
     }
   | {
       ok: false;
@@ -84,6 +87,10 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
   private readonly jwtGrants = new Map<string, { facts: JwtFacts; grant: Grant; version: number }>();
   /** Whether every protocol has declared itself, so that a token may name only those. */
   private protocolsKnown = false;
+  /** Who checks devices' own secrets (activation), when it is on. */
+  private deviceCheck?: DeviceCredentialCheck;
+  /** The protocols a device secret may open: those devices speak. */
+  private readonly deviceProtocols = new Set<string>();
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
@@ -148,6 +155,37 @@ export class AccessTokenService implements OnModuleInit, OnApplicationBootstrap,
       return this.introspection.introspect(token).then((verified) => this.authenticateVerified(verified));
     }
     return result;
+  }
+
+  /** Device secrets (issued at activation) are checked by `check` from now on. */
+  useDeviceCredentials(check: DeviceCredentialCheck): void {
+    this.deviceCheck = check;
+  }
+
+  /** A protocol devices speak: a device secret may open its connections (and nothing else: no HTTP route, no agent protocol). */
+  acceptDeviceCredentialsOn(protocol: string): void {
+    this.deviceProtocols.add(protocol);
+  }
+
+  /**
+   * Who an upgrade's token proves to be: {@link authenticateBearer}, and on the protocols devices
+   * speak, a device's own secret too, as its owner's principal restricted to that device
+   * (`device`; the device identity check holds the connection to it).
+   */
+  authenticateUpgrade(token: string | undefined, realmName: string, protocol: string): MaybePromise<AuthenticationResult> {
+    const check = this.deviceCheck;
+    if (token === undefined || !token.startsWith(DEVICE_SECRET_PREFIX) || !check || !this.deviceProtocols.has(protocol))
+      return this.authenticateBearer(token, realmName);
+    const known = this.authenticate(token, realmName);
+    if (known.ok) return known;
+    return check(token).then(
+      (found): AuthenticationResult =>
+        found ? { ok: true, principal: found.principal, device: found.deviceId } : { ok: false, status: 403, reason: 'Invalid token' },
+      (error: Error): AuthenticationResult => {
+        this.logger.warn(`A device credential could not be checked: ${error.message}`);
+        return { ok: false, status: 403, reason: 'The device credential cannot be checked now; try again' };
+      },
+    );
   }
 
   /**

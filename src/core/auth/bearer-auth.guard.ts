@@ -5,6 +5,7 @@ import { isPromise, type MaybePromise } from '../maybe-promise';
 import { UpgradeContext, UpgradeGuard, UpgradeRefusedException } from '../ws/upgrade-guard';
 import { AccessTokenService, AuthenticationResult, SHARED_REALM } from './access-token.service';
 import { readBearerToken } from './bearer-token';
+import { markDeviceCredential } from './device-credential';
 import { gatewayProtocolOf, requiresFullAccess } from './gateway-protocol.decorator';
 import { hasFullAccess, protocolRefusal } from './grant';
 import { TokenExpiryService } from './token-expiry.service';
@@ -43,7 +44,7 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
   constructor(protected readonly tokens: AccessTokenService) {}
 
   canUpgrade(context: UpgradeContext): MaybePromise<void> {
-    const result = this.tokens.authenticateBearer(readBearerToken(context.request), this.realm);
+    const result = this.tokens.authenticateUpgrade(readBearerToken(context.request), this.realm, context.protocol);
     return isPromise(result) ? result.then((settled) => this.upgradeWith(context, settled)) : this.upgradeWith(context, result);
   }
 
@@ -53,9 +54,11 @@ export class BearerAuthGuard implements CanActivate, UpgradeGuard {
         result.status === 401 ? { 'WWW-Authenticate': this.tokens.challenge(result.error, context.url.pathname, context.request.headers.host) } : {};
       throw new UpgradeRefusedException(result.status, result.reason, headers);
     }
-    const refusal = this.admissionRefusal(result.principal, context.protocol);
+    // A device secret opens the device protocols only (AccessTokenService.authenticateUpgrade), whatever its owner's token may open.
+    const refusal = result.device === undefined ? this.admissionRefusal(result.principal, context.protocol) : undefined;
     if (refusal) throw new UpgradeRefusedException(refusal.status, refusal.reason);
     if (result.expiresAt !== undefined) this.expiry?.note(context.request, result.expiresAt);
+    if (result.device !== undefined) markDeviceCredential(context.request, result.device);
     context.principal = result.principal;
   }
 

@@ -17,6 +17,7 @@ function increment(counts: Map<string, number>, key: string, by: 1 | -1): void {
 @Injectable()
 export class ConnectionRegistry {
   private readonly byProtocol = new Map<string, Set<GatewayConnection>>();
+  private readonly byId = new Map<string, GatewayConnection>();
   private readonly authenticatedByProtocol = new Map<string, number>();
   private readonly byAddress = new Map<string, number>();
   private readonly byPrincipal = new Map<string, number>();
@@ -27,6 +28,7 @@ export class ConnectionRegistry {
     let connections = this.byProtocol.get(connection.protocol);
     if (!connections) this.byProtocol.set(connection.protocol, (connections = new Set()));
     connections.add(connection);
+    this.byId.set(connection.id, connection);
     this.total += 1;
     if (connection.remoteAddress !== undefined) increment(this.byAddress, connection.remoteAddress, 1);
     this.countPrincipalOf(connection, 1);
@@ -42,6 +44,7 @@ export class ConnectionRegistry {
 
   delete(connection: GatewayConnection): void {
     if (!this.byProtocol.get(connection.protocol)?.delete(connection)) return;
+    this.byId.delete(connection.id);
     this.total -= 1;
     if (connection.remoteAddress !== undefined) increment(this.byAddress, connection.remoteAddress, -1);
     this.countPrincipalOf(connection, -1);
@@ -68,6 +71,11 @@ export class ConnectionRegistry {
 
   countPrincipal(principal: string): number {
     return this.byPrincipal.get(principal) ?? 0;
+  }
+
+  /** The open connection `id`, if it is one. */
+  get(id: string): GatewayConnection | undefined {
+    return this.byId.get(id);
   }
 
   /** The open connections of `protocol`, or of every protocol. */

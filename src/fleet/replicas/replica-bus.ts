@@ -10,7 +10,7 @@ export type ReplicaMessage =
   | { kind: 'request'; type: string; id: string; from: string; body: unknown }
   | { kind: 'reply'; id: string; ok: boolean; value?: unknown; code?: string; message?: string }
   | { kind: 'withdraw'; id: string }
-  | { kind: 'notice'; type: string; body: unknown };
+  | { kind: 'notice'; type: string; body: unknown; from?: string };
 
 /**
  * How a message reaches another instance. Across replicas, each instance listens on an inbox
@@ -19,7 +19,9 @@ export type ReplicaMessage =
 export interface ReplicaBus {
   /** Delivers `message` to `instance`; resolves false when nobody listens there (the instance is gone). */
   send(instance: string, message: ReplicaMessage): Promise<boolean>;
-  /** Hears the messages sent to this instance. */
+  /** Delivers `message` to every other instance (and to this one, which skips what it sent itself). */
+  broadcast(message: ReplicaMessage): Promise<void>;
+  /** Hears the messages sent to this instance, and those sent to every instance. */
   listen(handler: (message: ReplicaMessage) => void): Promise<void>;
 }
 
@@ -27,6 +29,8 @@ export class LocalReplicaBus implements ReplicaBus {
   async send(): Promise<boolean> {
     return false;
   }
+
+  async broadcast(): Promise<void> {}
 
   async listen(): Promise<void> {}
 }
@@ -43,8 +47,18 @@ export class RedisReplicaBus implements ReplicaBus {
     return (await this.redis.publish(this.inbox(instance), JSON.stringify(message))) > 0;
   }
 
-  listen(handler: (message: ReplicaMessage) => void): Promise<void> {
-    return this.channels.listen(this.inbox(this.instanceId), (message) => handler(JSON.parse(message) as ReplicaMessage));
+  async broadcast(message: ReplicaMessage): Promise<void> {
+    await this.redis.publish(this.everyone(), JSON.stringify(message));
+  }
+
+  async listen(handler: (message: ReplicaMessage) => void): Promise<void> {
+    const hear = (message: string) => handler(JSON.parse(message) as ReplicaMessage);
+    await this.channels.listen(this.inbox(this.instanceId), hear);
+    await this.channels.listen(this.everyone(), hear);
+  }
+
+  private everyone(): string {
+    return `${this.prefix}fleet:everyone`;
   }
 
   private inbox(instance: string): string {

@@ -87,6 +87,12 @@ export class ReplicaMessaging implements OnModuleInit {
     return this.stores.bus.send(instance, { kind: 'notice', type, body }).catch(() => false);
   }
 
+  /** Sends a notice of `type` to every instance, this one included (its handler runs here at once). */
+  async broadcast(type: string, body: unknown): Promise<void> {
+    this.noticeHandlers.get(type)?.(body);
+    await this.stores.bus.broadcast({ kind: 'notice', type, body, from: this.instanceId });
+  }
+
   /** Ends the requests about a device that left the directory, or whose connection another replaced. */
   private failRequestsAbout(deviceId: string, connectionId: string | undefined): void {
     this.replies.failWhere(
@@ -104,6 +110,7 @@ export class ReplicaMessaging implements OnModuleInit {
         this.running.get(message.id)?.abort(new GatewayError(GatewayErrorCode.TOOL_UNAVAILABLE, 'The caller withdrew the request'));
         return;
       case 'notice': {
+        if (message.from === this.instanceId) return;
         const handler = this.noticeHandlers.get(message.type);
         if (handler) handler(message.body);
         else this.logger.warn(`A notice of unknown type "${message.type}" from another instance was dropped`);

@@ -1,4 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'crypto';
+import { DEVICE_SECRET_PREFIX } from '../../core/auth/device-credential';
 import { deviceIdProblem } from '../../fleet/device-id';
 
 /** What the configuration answer gives a device to connect to the MQTT server with. */
@@ -31,6 +32,23 @@ export class MqttCredentials {
 
   issue(deviceId: string): DeviceMqttCredentials {
     return { client_id: deviceId, username: deviceId, password: this.passwordOf(deviceId), publish_topic: uplinkTopic(deviceId) };
+  }
+
+  /**
+   * The device a CONNECT proves with activation on (`XIAOZHI_ACTIVATION=required`): a bound
+   * device's password is its own secret, which `deviceOfSecret` finds (the same secret then opens
+   * its session); a derived password proves nothing, since activation hands none out.
+   */
+  static async checkDeviceSecret(
+    clientId: string,
+    username: string | undefined,
+    password: Buffer | undefined,
+    deviceOfSecret: (secret: string) => Promise<string | undefined>,
+  ): Promise<string | undefined> {
+    if (username !== clientId || deviceIdProblem(clientId) !== undefined || password === undefined || password.length > 256) return undefined;
+    const secret = password.toString('utf8');
+    if (!secret.startsWith(DEVICE_SECRET_PREFIX)) return undefined;
+    return (await deviceOfSecret(secret)) === clientId ? clientId : undefined;
   }
 
   /** The device a CONNECT's client id, username and password prove, or `undefined`. */

@@ -7,6 +7,7 @@ import { createServer as createTlsServer } from 'tls';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ThrottledWarning } from '../../core/logging/throttled-warning';
 import { GatewayWsAdapter } from '../../core/ws/gateway-ws.adapter';
+import { ActivationService } from '../../fleet/activation/activation.service';
 import { MetricsService, VoiceEvent } from '../../metrics/metrics.service';
 import { StartupError } from '../../shared/startup-error';
 import { XIAOZHI_SESSION_PATH } from '../ota/configuration-answer';
@@ -66,6 +67,8 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
   private readonly devices = new Map<Client, MqttDevice>();
   /** The connection each device id holds, to tell a reconnection that replaces it. */
   private readonly byId = new Map<string, Client>();
+  /** The own secret each activated device connected with: its session is admitted with it. */
+  private readonly deviceSecrets = new WeakMap<Client, string>();
   private broker?: Aedes;
   private server?: Server;
   private caps?: MqttConnectionCaps;
@@ -77,6 +80,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly application: ApplicationConfig,
     @Optional() private readonly metrics?: MetricsService,
+    @Optional() private readonly activation?: ActivationService,
   ) {
     const settings = config.xiaozhi.mqtt;
     if (settings) this.credentials = new MqttCredentials(settings.secret);
@@ -111,8 +115,8 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
       keepaliveLimit: MQTT_MAX_KEEPALIVE_S,
       connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
-        const deviceId = this.credentials!.check(client.id, username, password);
-        if (deviceId !== undefined) {
+        void this.checkCredentials(client, username, password).then((deviceId) => {
+          if (deviceId === undefined) return this.refuseCredentials(client, done);
           const held = this.byId.get(deviceId);
           if (held && !held.closed) {
             this.count('mqtt_replaced');
@@ -120,17 +124,10 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
               `MQTT: device ${deviceId} connected again from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: its older connection is closed`,
             );
           }
-          return done(null, true);
-        }
-        this.count('mqtt_bad_credentials');
-        this.warn(
-          'credentials',
-          `MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`,
-        );
-        const error = new Error('Bad username or password') as AuthenticateError;
-        error.returnCode = BAD_USERNAME_OR_PASSWORD;
-        done(error, false);
+          done(null, true);
+        });
       },
+
       authorizeSubscribe: (client, _subscription, done) => {
         this.count('mqtt_refused_subscribe');
         this.warn('subscribe', `MQTT: device ${client.id} tried to subscribe: refused (its messages are delivered without one)`);
@@ -261,6 +258,33 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     await this.udp?.close();
   }
 
+  /**
+   * The device a CONNECT proves: its derived password, or with activation on its own secret (then
+   * kept, as the bearer its session is admitted with).
+   */
+  private async checkCredentials(client: Client, username: string | undefined, password: Buffer | undefined): Promise<string | undefined> {
+    if (!this.activation?.enabled) return this.credentials!.check(client.id, username, password);
+    try {
+      const deviceId = await MqttCredentials.checkDeviceSecret(client.id, username, password, (secret) => this.activation!.deviceOfSecret(secret));
+      if (deviceId !== undefined) this.deviceSecrets.set(client, password!.toString('utf8'));
+      return deviceId;
+    } catch (error) {
+      this.logger.warn(`MQTT: device ${client.id.slice(0, 64)}'s credential could not be checked: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  private refuseCredentials(client: Client, done: (error: AuthenticateError | null, success: boolean) => void): void {
+    this.count('mqtt_bad_credentials');
+    this.warn(
+      'credentials',
+      `MQTT: refused client "${client.id.slice(0, 64)}" from ${plainAddress(tcpOf(client).remoteAddress) ?? 'unknown'}: bad credentials`,
+    );
+    const error = new Error('Bad username or password') as AuthenticateError;
+    error.returnCode = BAD_USERNAME_OR_PASSWORD;
+    done(error, false);
+  }
+
   /** One message a device published to its topic: to its audio channel, whose hello opens it. */
   private received(client: Client, payload: Buffer): void {
     const device = this.devices.get(client);
@@ -289,7 +313,7 @@ export class XiaozhiMqttServer implements OnApplicationBootstrap, OnApplicationS
     const udpHost = settings.udpPublicHost ?? plainAddress(tcpOf(client).localAddress) ?? '127.0.0.1';
     const socket = new MqttDeviceSocket(client, deviceId, this.udp!, { host: udpHost, port: settings.udpPublicPort });
     device.waiting = [{ payload: hello, type: 'hello' }];
-    const token = this.config.xiaozhi.deviceToken;
+    const token = this.deviceSecrets.get(client) ?? this.config.xiaozhi.deviceToken;
     const headers: Record<string, string> = { 'device-id': deviceId, 'client-id': client.id, 'protocol-version': '1' };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     let admission;

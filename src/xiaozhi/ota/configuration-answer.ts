@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../../config/gateway-config';
+import type { ActivationSection } from '../../fleet/activation/activation.service';
 import type { DeviceMqttCredentials } from '../mqtt/mqtt-credentials';
 
 /** The path of the xiaozhi WebSocket session, as the configuration answer gives it. */
@@ -11,11 +12,14 @@ export const XIAOZHI_SESSION_PATH = '/xiaozhi/v1/';
  * local time; it upgrades when `firmware.version` is newer than its own.
  */
 export interface ConfigurationAnswer {
-  websocket?: { url: string; token: string };
+  /** `token` is absent when the device keeps the one it stored (its own secret, given once: see `device-credential-answer.ts`). */
+  websocket?: { url: string; token?: string };
   /** With `XIAOZHI_TRANSPORT=mqtt`, in place of `websocket`: the firmware then speaks MQTT + UDP. */
   mqtt?: MqttSection;
   server_time: { timestamp: number; timezone_offset: number };
   firmware?: FirmwareBlock;
+  /** An unbound device's activation (`XIAOZHI_ACTIVATION=required`): it speaks the code and polls `<ota>/activate`. */
+  activation?: ActivationSection;
 }
 
 /** The `firmware` block: the firmware takes it when `version` is newer than its own, or whatever it is with `force: 1`. */
@@ -35,8 +39,8 @@ export interface AnswerOverrides {
   mqttEndpoint?: string;
 }
 
-/** The `mqtt` section: the MQTT server's public endpoint and the device's own credentials (`main/protocols/mqtt_protocol.cc` reads these names). */
-export type MqttSection = DeviceMqttCredentials & { endpoint: string; keepalive: number };
+/** The `mqtt` section: the MQTT server's public endpoint and the device's own credentials (`main/protocols/mqtt_protocol.cc` reads these names); `password` absent when the device keeps the one it stored. */
+export type MqttSection = Omit<DeviceMqttCredentials, 'password'> & { password?: string; endpoint: string; keepalive: number };
 
 /** The gateway's base URL as devices reach it: `PUBLIC_URL`, else the request's own host (right when devices reach the gateway directly). */
 export function publicBaseUrl(config: GatewayConfig, host: string | undefined, encrypted: boolean): string {

@@ -8,6 +8,8 @@ import { MQTT_KEEPALIVE_S, XiaozhiMqttServer } from '../mqtt/xiaozhi-mqtt.server
 import { configurationAnswer, ConfigurationAnswer, MqttSection, publicBaseUrl } from './configuration-answer';
 import { DEVICE_BOOT_RECORDS, DeviceBootRecords } from './device-boot-records';
 import { rolloutOverrides } from './rollout-overrides';
+import { withDeviceCredential } from './device-credential-answer';
+import { ActivationService } from '../../fleet/activation/activation.service';
 
 const header = (request: Request, name: string): string | undefined => {
   const value = request.headers[name];
@@ -18,7 +20,8 @@ const header = (request: Request, name: string): string | undefined => {
  * The xiaozhi firmware's configuration request (its OTA URL, `main/ota.cc`): `POST` with the
  * board's description, or `GET` without one. Open to callers with no token, since the firmware
  * asks before it has any credential; what it hands out is the device token of
- * `XIAOZHI_DEVICE_TOKEN`, whose grant decides what a device may do. A request without a valid
+ * `XIAOZHI_DEVICE_TOKEN`, whose grant decides what a device may do, or with
+ * `XIAOZHI_ACTIVATION=required` an activation code, then the device's own secret ({@link ActivationService}). A request without a valid
  * `Device-Id` is refused (400): the firmware always sends its MAC address.
  */
 @Controller('xiaozhi/ota')
@@ -31,6 +34,7 @@ export class XiaozhiOtaController {
     @Inject(DEVICE_BOOT_RECORDS) private readonly boots: DeviceBootRecords,
     @Optional() private readonly mqtt?: XiaozhiMqttServer,
     @Optional() private readonly rollouts?: DeviceRollouts,
+    @Optional() private readonly activation?: ActivationService,
   ) {}
 
   @Post()
@@ -54,7 +58,16 @@ export class XiaozhiOtaController {
     this.logger.log(`Device ${boot.deviceId} asked for its configuration (${boot.userAgent ?? 'no User-Agent'}, client ${boot.clientId ?? 'none'})`);
     const baseUrl = publicBaseUrl(this.config, request.headers.host, request.secure);
     const overrides = await rolloutOverrides(this.rollouts, boot, request.body, this.logger);
-    return configurationAnswer(this.config, baseUrl, new Date(), this.mqttSection(boot.deviceId, baseUrl), overrides);
+    const answer = configurationAnswer(this.config, baseUrl, new Date(), this.mqttSection(boot.deviceId, baseUrl), overrides);
+    if (!this.activation?.enabled) return answer;
+    const serial = header(request, 'serial-number');
+    const decision = await this.activation.credentialFor({
+      deviceId: boot.deviceId,
+      clientId: boot.clientId ?? '',
+      serial,
+      address: request.socket.remoteAddress,
+    });
+    return withDeviceCredential(answer, decision);
   }
 
   /** With `XIAOZHI_TRANSPORT=mqtt`: the device's own MQTT credentials, and the endpoint (`XIAOZHI_MQTT_PUBLIC_ENDPOINT`, else the base URL's host and the MQTT port). */

@@ -1,3 +1,4 @@
+import { createHmac } from 'crypto';
 import { request as httpRequest, IncomingMessage } from 'http';
 import { request as httpsRequest } from 'https';
 import { BoardIdentity, systemInfoJson, userAgent } from './board-info';
@@ -37,7 +38,40 @@ const OTA_TIMEOUT_MS = 10_000;
  * firmware sets it on every request.
  */
 export function requestOta(otaUrl: string, method: 'POST' | 'GET', identity: BoardIdentity): Promise<OtaAnswer> {
-  const body = method === 'POST' ? Buffer.from(systemInfoJson(identity)) : undefined;
+  return sendOtaRequest(otaUrl, method, identity, method === 'POST' ? Buffer.from(systemInfoJson(identity)) : undefined);
+}
+
+/**
+ * Ota::Activate: `POST <ota url>activate` (a `/` added when the URL has none) with the headers of
+ * every OTA request and Ota::GetActivationPayload as the body: `{}` for a board without a serial
+ * number, else the HMAC-SHA256 (hex) of the challenge under the eFuse key, `key` here.
+ */
+export function requestActivation(otaUrl: string, identity: BoardIdentity, challenge: string, key?: Buffer): Promise<OtaAnswer> {
+  const url = otaUrl.endsWith('/') ? `${otaUrl}activate` : `${otaUrl}/activate`;
+  const payload = identity.serialNumber
+    ? JSON.stringify({
+        algorithm: 'hmac-sha256',
+        serial_number: identity.serialNumber,
+        challenge,
+        hmac: key ? createHmac('sha256', key).update(challenge).digest('hex') : '',
+      })
+    : '{}';
+  return sendOtaRequest(url, 'POST', identity, Buffer.from(payload));
+}
+
+/**
+ * What Activation::ShowActivationCode does with an answer's `activation`: the message shown and
+ * alerted, then one digit sound per digit of the code (anything else in it is not spoken).
+ */
+export function spokenActivation(activation: JsonObject | undefined): { message: string; digits: string[] } | undefined {
+  if (!activation) return undefined;
+  const message = objectItem(activation, 'message');
+  const code = objectItem(activation, 'code');
+  if (typeof code !== 'string') return undefined;
+  return { message: typeof message === 'string' ? message : '', digits: [...code].filter((digit) => digit >= '0' && digit <= '9') };
+}
+
+function sendOtaRequest(otaUrl: string, method: 'POST' | 'GET', identity: BoardIdentity, body: Buffer | undefined): Promise<OtaAnswer> {
   const headers: [string, string][] = [
     ['Activation-Version', identity.serialNumber ? '2' : '1'],
     ['Device-Id', identity.deviceId],

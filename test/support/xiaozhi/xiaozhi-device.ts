@@ -20,7 +20,7 @@ import { DeviceSpeaker, PlaybackOutcome } from './device-speaker';
 import { BoardState, boardTools, commonTools, DeviceTool, userOnlyTools } from './device-tools';
 import { decodeFrame, encodeFrame, FramingError, XiaozhiProtocolVersion } from './framing';
 import { MessageInbox, ReceivedMessage } from './message-inbox';
-import { emptyConfiguration, OtaAnswer, requestOta, storeOtaAnswer, StoredConfiguration } from './ota-request';
+import { emptyConfiguration, OtaAnswer, requestActivation, requestOta, spokenActivation, storeOtaAnswer, StoredConfiguration } from './ota-request';
 
 export type { ListeningMode, TextFontCapability } from './device-messages';
 export type { DeviceTool, ToolInputSchema, ToolPropertySchema, ToolResult } from './device-tools';
@@ -99,6 +99,8 @@ export interface XiaozhiDeviceOptions {
   /** `zh-CN`, the firmware's default build language. */
   language?: string;
   serialNumber?: string;
+  /** The eFuse HMAC key (key 0) of a board with a serial number: what it answers activation challenges with. */
+  activationKey?: Buffer;
   /** Binary framing when the OTA answer sets no `websocket.version`: 1, like the firmware. */
   protocolVersion?: XiaozhiProtocolVersion;
   features?: { mcp?: boolean };
@@ -276,6 +278,21 @@ export class XiaozhiDevice {
     const answer = await requestOta(otaUrl, method, this.identity);
     storeOtaAnswer(this.configuration, answer);
     return answer;
+  }
+
+  /** What the device shows and speaks of its last answer's `activation` (Application::ShowActivationCode), if it has a code. */
+  activationPrompt(): { message: string; digits: string[] } | undefined {
+    return spokenActivation(this.configuration.activation);
+  }
+
+  /**
+   * One Ota::Activate poll of the last answer's challenge: its HTTP status (202 waiting, 200 bound).
+   * The firmware polls only when the answer had a challenge.
+   */
+  async activate(otaUrl: string): Promise<OtaAnswer> {
+    const challenge = this.configuration.activation ? objectItem(this.configuration.activation, 'challenge') : undefined;
+    if (typeof challenge !== 'string') throw new Error('No activation challenge: the firmware would not poll');
+    return requestActivation(otaUrl, this.identity, challenge, this.options.activationKey);
   }
 
   /**
