@@ -1,3 +1,4 @@
+import { GatewayError, GatewayErrorCode } from '../errors/gateway-error';
 import { Logger, LoggerService } from '@nestjs/common';
 import { loadGatewayConfig } from '../../config/gateway-config';
 import type { EnvironmentInput } from '../../config/environment';
@@ -190,6 +191,29 @@ describe('AuditService', () => {
     expect(log.audit).toEqual([
       { event: 'fleet_change', token: 'token#01234567', action: 'rollout_widen', target: 'canary', outcome: 'ok', details: 'percent 10 -> 30' },
       { event: 'fleet_change', token: 'ops', action: 'firmware_remove', target: 'fw-1', outcome: 'INVALID_MESSAGE' },
+    ]);
+  });
+
+  it('audits a fleet change once it is over: the record it made, or the refusal it met, rethrown', async () => {
+    const audit = start();
+    await expect(
+      audit.auditedFleetChange(
+        { principal: { name: 'ops' }, action: 'device_activate', target: 'a code' },
+        async () => ({ id: 'kitchen' }),
+        (done) => done.id,
+      ),
+    ).resolves.toEqual({ id: 'kitchen' });
+    const refusal = new GatewayError(GatewayErrorCode.NOT_FOUND, 'No such code');
+    await expect(
+      audit.auditedFleetChange({ principal: { name: 'ops' }, action: 'device_activate', target: 'a code' }, () => Promise.reject(refusal)),
+    ).rejects.toBe(refusal);
+    await expect(
+      audit.auditedFleetChange({ principal: { name: 'ops' }, action: 'device_unbind', target: 'hall' }, () => Promise.reject(new Error('Redis went away'))),
+    ).rejects.toThrow('Redis went away');
+    expect(log.audit).toEqual([
+      { event: 'fleet_change', token: 'ops', action: 'device_activate', target: 'kitchen', outcome: 'ok' },
+      { event: 'fleet_change', token: 'ops', action: 'device_activate', target: 'a code', outcome: 'NOT_FOUND' },
+      { event: 'fleet_change', token: 'ops', action: 'device_unbind', target: 'hall', outcome: 'INTERNAL_ERROR' },
     ]);
   });
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { ContextCatalogueService } from '../context/context-catalogue.service';
+import { GatewayError } from '../errors/gateway-error';
 import type { ContextRequest, ContextRequestWatch, ContextRequestWatcher } from '../context/context-source';
 import type { ToolOutcome } from '../tools/tool-definition';
 import type { InvokeOptions, PreparedToolCall, ToolCallWatch, ToolCallWatcher } from '../tools/tool-invoker';
@@ -189,6 +190,22 @@ export class AuditService implements ToolCallWatcher, ContextRequestWatcher, OnM
       outcome: record.outcome,
       ...(record.details !== undefined && { details: clipForAudit(record.details) }),
     });
+  }
+
+  /**
+   * Runs a fleet change and audits it once it is over: `ok`, or the refusal's code
+   * (`INTERNAL_ERROR` for anything but a `GatewayError`), which is rethrown. `targetOf` names
+   * the record a change made (a new record's id is known only once it exists).
+   */
+  async auditedFleetChange<T>(record: Omit<FleetChangeRecord, 'outcome'>, change: () => Promise<T>, targetOf?: (done: T) => string): Promise<T> {
+    try {
+      const done = await change();
+      this.fleetChange({ ...record, ...(targetOf && { target: targetOf(done) }), outcome: 'ok' });
+      return done;
+    } catch (error) {
+      this.fleetChange({ ...record, outcome: error instanceof GatewayError ? error.code : 'INTERNAL_ERROR' });
+      throw error;
+    }
   }
 
   private toolCall(call: PreparedToolCall, options: InvokeOptions, outcome: ToolOutcome): void {

@@ -71,7 +71,7 @@ export class ActivationController {
   async setKey(@Param('id') id: string, @Body(new SchemaValidationPipe(KEY_BODY_SCHEMA)) body: { key: string }, @Req() request: AuthenticatedRequest) {
     if (!hasFullAccess(this.tokens.grantOf(request.principal)))
       throw new GatewayError(GatewayErrorCode.FORBIDDEN, "Provisioning a device's activation key needs a token with full access");
-    await this.activation.setKey(id, body.key);
+    await this.activation.setKey(id, body.key, activatorOf(request));
     return { device: id, activation_key: 'set' };
   }
 }

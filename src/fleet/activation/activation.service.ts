@@ -1,3 +1,4 @@
+import { AuditService } from '../../core/audit/audit.service';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { GATEWAY_CONFIG, GatewayConfig } from '../../config/gateway-config';
 import { AccessTokenService } from '../../core/auth/access-token.service';
@@ -82,6 +83,7 @@ export class ActivationService implements OnModuleInit, OnApplicationShutdown {
     @Inject(FLEET_STORES) private readonly fleet: FleetStores,
     private readonly tokens: AccessTokenService,
     private readonly sessions: DeviceCredentialSessions,
+    private readonly audit: AuditService,
     @Optional() private readonly metrics?: MetricsService,
   ) {
     this.settings = config.xiaozhi.activation ?? { codeTtlMs: 0, attemptsPerAddress: 0, attemptsGlobal: 0, attemptsPerPrincipal: 0, codesPerAddress: 0 };
@@ -151,7 +153,15 @@ export class ActivationService implements OnModuleInit, OnApplicationShutdown {
    * The owner enters the code their device speaks: the device becomes theirs for good. Every
    * wrong, expired or spent code gets the same `NOT_FOUND`; past a limit, `RATE_LIMITED`.
    */
-  async activate(code: unknown, caller: Activator): Promise<{ deviceId: string }> {
+  activate(code: unknown, caller: Activator): Promise<{ deviceId: string }> {
+    return this.audit.auditedFleetChange(
+      { principal: caller.principal, action: 'device_activate', target: 'a code' },
+      () => this.bindByCode(code, caller),
+      (done) => done.deviceId,
+    );
+  }
+
+  private async bindByCode(code: unknown, caller: Activator): Promise<{ deviceId: string }> {
     const principal = this.ownerOf(caller);
     await this.spendAttempt(principal, caller.address);
     if (!isCode(code)) {
@@ -183,27 +193,38 @@ export class ActivationService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The owner asks for a new secret: the device's next configuration answer carries it (the current one works until then). */
-  async rotate(deviceId: string, caller: Activator): Promise<void> {
-    if (!(await this.store.rotate(checkDeviceId(deviceId), this.ownerOf(caller)))) throw notYours(deviceId);
+  rotate(deviceId: string, caller: Activator): Promise<void> {
+    return this.audited('credential_rotate', deviceId, caller, async () => {
+      if (!(await this.store.rotate(checkDeviceId(deviceId), this.ownerOf(caller)))) throw notYours(deviceId);
+    });
   }
 
   /** The owner drops the device's secret: it no longer authenticates, and its connections close on every replica. A new one only by {@link rotate}. */
-  async revoke(deviceId: string, caller: Activator): Promise<void> {
-    if (!(await this.store.revoke(checkDeviceId(deviceId), this.ownerOf(caller)))) throw notYours(deviceId);
-    await this.sessions.closeEverywhere(deviceId);
+  revoke(deviceId: string, caller: Activator): Promise<void> {
+    return this.audited('credential_revoke', deviceId, caller, async () => {
+      if (!(await this.store.revoke(checkDeviceId(deviceId), this.ownerOf(caller)))) throw notYours(deviceId);
+      await this.sessions.closeEverywhere(deviceId);
+    });
   }
 
   /** The owner unbinds the device: its secret goes, its credential's connections close, and its id is free once it is offline. */
-  async unbind(deviceId: string, caller: Activator): Promise<void> {
-    const principal = this.ownerOf(caller);
-    if (!(await this.store.unbind(checkDeviceId(deviceId), principal))) throw notYours(deviceId);
-    await this.fleet.directory.unbind(deviceId, principal);
-    await this.sessions.closeEverywhere(deviceId);
+  unbind(deviceId: string, caller: Activator): Promise<void> {
+    return this.audited('device_unbind', deviceId, caller, async () => {
+      const principal = this.ownerOf(caller);
+      if (!(await this.store.unbind(checkDeviceId(deviceId), principal))) throw notYours(deviceId);
+      await this.fleet.directory.unbind(deviceId, principal);
+      await this.sessions.closeEverywhere(deviceId);
+    });
   }
 
   /** An operator provisions a serial-number device's HMAC key (its eFuse key 0), 32 bytes as hex. */
-  async setKey(deviceId: string, keyHex: string): Promise<void> {
-    await this.store.setKey(checkDeviceId(deviceId), Buffer.from(keyHex, 'hex'));
+  setKey(deviceId: string, keyHex: string, caller: Activator): Promise<void> {
+    return this.audited('activation_key_set', deviceId, caller, () => this.store.setKey(checkDeviceId(deviceId), Buffer.from(keyHex, 'hex')));
+  }
+
+  /** A change of a device's binding or credential, audited (never with a secret or a code). */
+  private audited(action: string, deviceId: string, caller: Activator, change: () => Promise<void>): Promise<void> {
+    return this.audit.auditedFleetChange({ principal: caller.principal, action, target: deviceId }, change);
   }
 
   private async openCode(request: ActivationRequest): Promise<PendingActivation> {

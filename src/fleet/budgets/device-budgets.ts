@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { AuditService } from '../../core/audit/audit.service';
 import { BudgetLimits, readBudgetLimits } from '../../core/budgets/budget-limits';
 import { BudgetService, UsageView } from '../../core/budgets/budget.service';
 import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
+import { isPlainObject } from '../../core/plain-object';
 import type { FleetCaller } from '../device-push';
 import { FLEET_STORES, FleetStores } from '../fleet-stores';
 import { checkDeviceId } from '../reachability';
@@ -31,6 +33,7 @@ export interface DeviceBudgetView {
 export class DeviceBudgets {
   constructor(
     private readonly budgets: BudgetService,
+    private readonly audit: AuditService,
     @Inject(FLEET_STORES) private readonly stores: FleetStores,
   ) {}
 
@@ -45,13 +48,16 @@ export class DeviceBudgets {
   }
 
   /** Replaces the owner's limits of the device with `body` (`{}` clears them); `INVALID_MESSAGE` naming every bad key. */
-  async setBudget(deviceId: string, body: unknown, caller: FleetCaller): Promise<DeviceBudgetView> {
-    const owner = await this.ownedBy(deviceId, caller);
-    const problems: string[] = [];
-    const limits = readBudgetLimits(body, 'budget', (problem) => problems.push(problem));
-    if (problems.length > 0) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Invalid budget: ${problems.join('; ')}`);
-    await this.budgets.setOwnerLimits(deviceId, limits);
-    return this.view(deviceId, owner);
+  setBudget(deviceId: string, body: unknown, caller: FleetCaller): Promise<DeviceBudgetView> {
+    const details = isPlainObject(body) ? Object.keys(body).join(', ').slice(0, 200) || 'cleared' : undefined;
+    return this.audit.auditedFleetChange({ principal: caller.principal, action: 'budget_set', target: deviceId, details }, async () => {
+      const owner = await this.ownedBy(deviceId, caller);
+      const problems: string[] = [];
+      const limits = readBudgetLimits(body, 'budget', (problem) => problems.push(problem));
+      if (problems.length > 0) throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, `Invalid budget: ${problems.join('; ')}`);
+      await this.budgets.setOwnerLimits(deviceId, limits);
+      return this.view(deviceId, owner);
+    });
   }
 
   private async view(deviceId: string, owner: string): Promise<DeviceBudgetView> {

@@ -1,4 +1,4 @@
-import type { AuditService, FleetChangeRecord } from '../../core/audit/audit.service';
+import { AuditService, type FleetChangeRecord } from '../../core/audit/audit.service';
 import { GatewayError } from '../../core/errors/gateway-error';
 import type { FleetStores } from '../fleet-stores';
 import type { Reachability } from '../reachability';
@@ -24,7 +24,10 @@ describe('DeviceRollouts', () => {
     const reachability = {
       reaches: (caller: { principal?: string }, _id: string, device: { owner?: string }) => caller.principal === device.owner,
     } as unknown as Reachability;
-    rollouts = new DeviceRollouts(store, fleet, reachability, { fleetChange: (record: FleetChangeRecord) => audit.push(record) } as unknown as AuditService);
+    rollouts = new DeviceRollouts(store, fleet, reachability, {
+      fleetChange: (record: FleetChangeRecord) => audit.push(record),
+      auditedFleetChange: AuditService.prototype.auditedFleetChange,
+    } as unknown as AuditService);
   });
 
   it('audits every change, taken or refused, with who made it', async () => {

@@ -258,22 +258,18 @@ export class DeviceRollouts implements OnApplicationShutdown {
   }
 
   /** Runs a change on the caller's behalf and writes its audit line, whether it took or was refused. */
-  private async audited<T extends { id: string }>(
+  private audited<T extends { id: string }>(
     caller: FleetCaller,
     action: string,
     target: string,
     details: string | undefined,
     change: (owner: string) => Promise<T>,
   ): Promise<T> {
-    try {
-      const done = await change(ownerOf(caller));
-      this.audit.fleetChange({ principal: caller.principal, action, target: done.id, outcome: 'ok', details });
-      return done;
-    } catch (error) {
-      const outcome = error instanceof GatewayError ? error.code : 'INTERNAL_ERROR';
-      this.audit.fleetChange({ principal: caller.principal, action, target, outcome, details });
-      throw error;
-    }
+    return this.audit.auditedFleetChange(
+      { principal: caller.principal, action, target, details },
+      () => change(ownerOf(caller)),
+      (done) => done.id,
+    );
   }
 }
 
