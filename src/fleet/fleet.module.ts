@@ -14,6 +14,8 @@ import { FleetTools } from './fleet.tools';
 import { LocalDevices } from './local-devices';
 import { Reachability } from './reachability';
 import { ReplicaMessaging } from './replicas/replica-messaging';
+import { openPushReceipts, PushReceipts } from './receipts/push-receipts';
+import { PushesController } from './receipts/pushes.controller';
 
 /**
  * Every device reachable, whatever protocol it speaks, each job in its own part:
@@ -24,6 +26,7 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
  *   `DeviceLink` for each);
  * - `Reachability`: who may reach which device, and who owns each id;
  * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
+ * - `PushReceipts`: each push's delivery receipt (`GET /pushes/<id>`, the webhook);
  * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
  * Also the `/devices` routes and the `device_say` and `release_device` tools.
  */
@@ -31,6 +34,7 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
   imports: [HealthModule],
   providers: [
     { provide: FLEET_STORES, inject: [GatewayState, GATEWAY_CONFIG], useFactory: openFleetStores },
+    { provide: PushReceipts, inject: [GatewayState, GATEWAY_CONFIG], useFactory: openPushReceipts },
     ReplicaMessaging,
     LocalDevices,
     Reachability,
@@ -40,8 +44,8 @@ import { ReplicaMessaging } from './replicas/replica-messaging';
     DeviceToolCatalogue,
     FleetTools,
   ],
-  controllers: [DevicesController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES],
+  controllers: [DevicesController, PushesController],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, PushReceipts],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

@@ -1,0 +1,192 @@
+import type Redis from 'ioredis';
+import { advance, type PushMove, type PushRecord, statesBefore } from './push-state';
+
+/** How long receipts are kept, and how many at most (the oldest go first). */
+export interface ReceiptBounds {
+  ttlMs: number;
+  max: number;
+}
+
+/** Held receipts one sweep moves to `expired` at most. */
+export const EXPIRE_BATCH = 200;
+
+/**
+ * Where push receipts live, shared by every instance: in memory on one instance, in Redis across
+ * replicas (the instance holding a device moves the receipts of its pushes; any instance reads
+ * them). Each move is checked against the state machine ({@link advance}) atomically, so a late
+ * or repeated report never rewinds a receipt, and when two instances race only one move wins.
+ */
+export interface PushReceiptStore {
+  /** Keeps new `queued` receipts; one whose id exists is left as it is (a reminder tried again). */
+  create(records: PushRecord[]): Promise<void>;
+  /** Moves the receipt; the receipt as it now is, or `undefined` when it is unknown or the move is not allowed from where it is. */
+  move(id: string, move: PushMove): Promise<PushRecord | undefined>;
+  get(id: string): Promise<PushRecord | undefined>;
+  /** Moves the held receipts whose hold ran out by `now` to `expired` (at most {@link EXPIRE_BATCH}); those it moved. */
+  expireHeld(now: number): Promise<PushRecord[]>;
+}
+
+export class MemoryPushReceipts implements PushReceiptStore {
+  /** In creation order, which a Map keeps: the oldest is the first. */
+  private readonly records = new Map<string, { record: PushRecord; until: number }>();
+  /** Held receipts, by id, with when their hold runs out. */
+  private readonly held = new Map<string, number>();
+
+  constructor(
+    private readonly bounds: ReceiptBounds,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(records: PushRecord[]): Promise<void> {
+    const until = this.now() + this.bounds.ttlMs;
+    for (const record of records) if (!this.live(record.id)) this.records.set(record.id, { record, until });
+    this.trim();
+  }
+
+  async move(id: string, move: PushMove): Promise<PushRecord | undefined> {
+    const kept = this.live(id);
+    const moved = kept && advance(kept.record, move, this.now());
+    if (!kept || !moved) return undefined;
+    kept.record = moved;
+    if (moved.state === 'held' && moved.expiresAt !== undefined) this.held.set(id, moved.expiresAt);
+    else this.held.delete(id);
+    return moved;
+  }
+
+  async get(id: string): Promise<PushRecord | undefined> {
+    return this.live(id)?.record;
+  }
+
+  async expireHeld(now: number): Promise<PushRecord[]> {
+    const expired: PushRecord[] = [];
+    for (const [id, expiresAt] of this.held) {
+      if (expired.length >= EXPIRE_BATCH) break;
+      if (expiresAt > now) continue;
+      const moved = await this.move(id, { state: 'expired', reason: 'hold_ran_out' });
+      this.held.delete(id);
+      if (moved) expired.push(moved);
+    }
+    return expired;
+  }
+
+  private live(id: string): { record: PushRecord; until: number } | undefined {
+    const kept = this.records.get(id);
+    if (kept && kept.until <= this.now()) {
+      this.records.delete(id);
+      this.held.delete(id);
+      return undefined;
+    }
+    return kept;
+  }
+
+  /** Drops what ran out, then the oldest past the count bound. */
+  private trim(): void {
+    const now = this.now();
+    for (const [id, { until }] of this.records) {
+      if (until > now && this.records.size <= this.bounds.max) break;
+      this.records.delete(id);
+      this.held.delete(id);
+    }
+  }
+}
+
+/**
+ * KEYS: the index (ids by creation time). ARGV: now, ttl ms, max, the receipts' key prefix, then
+ * (id, record) pairs. A receipt is a string key with its TTL; the index bounds the count, its
+ * oldest dropped first.
+ */
+const CREATE = `
+local now, ttl, max, prefix = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+for i = 5, #ARGV, 2 do
+  if redis.call('SET', prefix .. ARGV[i], ARGV[i + 1], 'PX', ttl, 'NX') then redis.call('ZADD', KEYS[1], now, ARGV[i]) end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+local over = redis.call('ZCARD', KEYS[1]) - max
+if over > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[1], over)
+  for i = 1, #popped, 2 do redis.call('DEL', prefix .. popped[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1`;
+
+/**
+ * KEYS: the receipt, the held index. ARGV: the states it may move from (comma-separated), the
+ * step (JSON), the new state, expires at (or ''). The record as it now is, or false.
+ */
+const MOVE = `
+local current = redis.call('GET', KEYS[1])
+if not current then return false end
+local record = cjson.decode(current)
+if not string.find(',' .. ARGV[1] .. ',', ',' .. record.state .. ',', 1, true) then return false end
+record.state = ARGV[3]
+table.insert(record.history, cjson.decode(ARGV[2]))
+if ARGV[4] ~= '' then record.expiresAt = tonumber(ARGV[4]) end
+local encoded = cjson.encode(record)
+redis.call('SET', KEYS[1], encoded, 'KEEPTTL')
+if ARGV[3] == 'held' and ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], record.id) else redis.call('ZREM', KEYS[2], record.id) end
+return encoded`;
+
+export class RedisPushReceipts implements PushReceiptStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly bounds: ReceiptBounds,
+  ) {}
+
+  async create(records: PushRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const pairs = records.flatMap((record) => [record.id, JSON.stringify(record)]);
+    await this.redis.eval(CREATE, 1, this.indexKey(), Date.now(), this.bounds.ttlMs, this.bounds.max, this.key(''), ...pairs);
+  }
+
+  async move(id: string, move: PushMove): Promise<PushRecord | undefined> {
+    const step = { state: move.state, at: new Date().toISOString(), ...(move.reason !== undefined && { reason: move.reason }) };
+    const moved = (await this.redis.eval(
+      MOVE,
+      2,
+      this.key(id),
+      this.heldKey(),
+      statesBefore(move.state).join(','),
+      JSON.stringify(step),
+      move.state,
+      move.expiresAt ?? '',
+    )) as string | null;
+    return moved ? fromJson(moved) : undefined;
+  }
+
+  async get(id: string): Promise<PushRecord | undefined> {
+    const kept = await this.redis.get(this.key(id));
+    return kept ? fromJson(kept) : undefined;
+  }
+
+  async expireHeld(now: number): Promise<PushRecord[]> {
+    const due = await this.redis.zrangebyscore(this.heldKey(), '-inf', now, 'LIMIT', 0, EXPIRE_BATCH);
+    const expired: PushRecord[] = [];
+    for (const id of due) {
+      const moved = await this.move(id, { state: 'expired', reason: 'hold_ran_out' });
+      // Gone or moved on (sent, refused) meanwhile: it leaves the index all the same.
+      if (!moved) await this.redis.zrem(this.heldKey(), id);
+      else expired.push(moved);
+    }
+    return expired;
+  }
+
+  private key(id: string): string {
+    return `${this.prefix}fleet:push:${id}`;
+  }
+
+  private indexKey(): string {
+    return `${this.prefix}fleet:pushes`;
+  }
+
+  private heldKey(): string {
+    return `${this.prefix}fleet:pushes-held`;
+  }
+}
+
+function fromJson(serialized: string): PushRecord {
+  const record = JSON.parse(serialized) as PushRecord;
+  // cjson encodes an empty table as an object: a history is never empty, but be exact.
+  if (!Array.isArray(record.history)) record.history = [];
+  return record;
+}
