@@ -670,7 +670,10 @@ export class EnvironmentVariables {
   @Min(0.01)
   PUSH_WEBHOOK_TIMEOUT = 5;
 
-  @Setting({ group: 'fleet', about: 'Attempts after the first when a webhook POST fails (a network error, a timeout, a status other than 2xx); then the change is given up and logged.' })
+  @Setting({
+    group: 'fleet',
+    about: 'Attempts after the first when a webhook POST fails (a network error, a timeout, a status other than 2xx); then the change is given up and logged.',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(0)
@@ -683,7 +686,10 @@ export class EnvironmentVariables {
   @Min(0.01)
   PUSH_WEBHOOK_RETRY_DELAY = 1;
 
-  @Setting({ group: 'fleet', about: 'Receipt changes one instance keeps waiting for the webhook at most; one more is dropped, counted and logged (the first, then every thousandth).' })
+  @Setting({
+    group: 'fleet',
+    about: 'Receipt changes one instance keeps waiting for the webhook at most; one more is dropped, counted and logged (the first, then every thousandth).',
+  })
   @NumberFromEnv()
   @IsInt()
   @Min(1)

@@ -52,7 +52,11 @@ export function receiptView({ delivered, turnId }: PushReceipt) {
 /** An outcome as callers read it: `{device, push_id, delivered, turn_id}` or `{device, push_id?, error: {code, message}}`. */
 export function pushOutcomeView(outcome: PushOutcome) {
   return 'error' in outcome
-    ? { device: outcome.device, ...(outcome.pushId !== undefined && { push_id: outcome.pushId }), error: { code: outcome.error.code, message: outcome.error.message } }
+    ? {
+        device: outcome.device,
+        ...(outcome.pushId !== undefined && { push_id: outcome.pushId }),
+        error: { code: outcome.error.code, message: outcome.error.message },
+      }
     : { device: outcome.device, ...receiptView(outcome.receipt) };
 }
 

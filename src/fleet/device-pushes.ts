@@ -233,10 +233,11 @@ export class DevicePushes implements DevicePush {
    */
   async release(deviceId: string, caller: FleetCaller): Promise<{ held: number }> {
     const owner = await this.reachability.disown(deviceId, caller);
-    const held = await this.stores.held.drop(deviceId, owner);
+    const dropped = await this.stores.held.drop(deviceId, owner);
+    await Promise.all(dropped.map((push) => this.receipts.move(push.turnId, { state: 'expired', reason: 'released' })));
     this.releasedStream.next({ deviceId, owner });
-    this.logger.log(`Device id ${deviceId} released by its owner (${held} held pushes dropped)`);
-    return { held };
+    this.logger.log(`Device id ${deviceId} released by its owner (${dropped.length} held pushes dropped)`);
+    return { held: dropped.length };
   }
 
   private async hold(kind: HeldPush['kind'], deviceId: string, turnId: string, request: Push, caller: FleetCaller): Promise<PushReceipt> {
@@ -393,7 +394,13 @@ export class DevicePushes implements DevicePush {
   }
 
   /** A new receipt's record: what it is, to whom, who asked. */
-  private recordOf(device: string, id: string, request: Push, caller: FleetCaller, owner: string | undefined): Omit<PushRecord, 'state' | 'history' | 'expiresAt'> {
+  private recordOf(
+    device: string,
+    id: string,
+    request: Push,
+    caller: FleetCaller,
+    owner: string | undefined,
+  ): Omit<PushRecord, 'state' | 'history' | 'expiresAt'> {
     return {
       id,
       device,

@@ -7,7 +7,7 @@ import { pushOutcomeView, receiptView } from './device-push';
 import { DevicePushes } from './device-pushes';
 import { DEVICE_SAY_SCHEMA, PushBody } from './push-request';
 import { followReceipts } from './receipts/follow-receipts';
-import { PushReceipts } from './receipts/push-receipts';
+import { FOLLOW_MAX, PushReceipts } from './receipts/push-receipts';
 
 interface SayArguments extends PushBody {
   device_id?: string;
@@ -38,6 +38,10 @@ export class FleetTools {
     if ((deviceId === undefined) === (deviceIds === undefined))
       throw new ToolError('Give exactly one of device_id and device_ids', { code: 'INVALID_MESSAGE' });
     const { principal } = context;
+    if (waitS > 0 && deviceIds && deviceIds.length > FOLLOW_MAX)
+      throw new ToolError(`wait_s follows at most ${FOLLOW_MAX} pushes: name fewer devices, or follow their receipts (GET /pushes/<push_id>)`, {
+        code: 'INVALID_MESSAGE',
+      });
     try {
       if (deviceIds) {
         const results = (await this.pushes.sayToEach(deviceIds, { text, interrupt, holdS }, { principal })).map(pushOutcomeView);

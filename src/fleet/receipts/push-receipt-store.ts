@@ -22,6 +22,8 @@ export interface PushReceiptStore {
   /** Moves the receipt; the receipt as it now is, or `undefined` when it is unknown or the move is not allowed from where it is. */
   move(id: string, move: PushMove): Promise<PushRecord | undefined>;
   get(id: string): Promise<PushRecord | undefined>;
+  /** The receipts of `ids` (those kept), in one look. */
+  getMany(ids: string[]): Promise<PushRecord[]>;
   /** Moves the held receipts whose hold ran out by `now` to `expired` (at most {@link EXPIRE_BATCH}); those it moved. */
   expireHeld(now: number): Promise<PushRecord[]>;
 }
@@ -55,6 +57,10 @@ export class MemoryPushReceipts implements PushReceiptStore {
 
   async get(id: string): Promise<PushRecord | undefined> {
     return this.live(id)?.record;
+  }
+
+  async getMany(ids: string[]): Promise<PushRecord[]> {
+    return ids.flatMap((id) => this.live(id)?.record ?? []);
   }
 
   async expireHeld(now: number): Promise<PushRecord[]> {
@@ -157,6 +163,12 @@ export class RedisPushReceipts implements PushReceiptStore {
   async get(id: string): Promise<PushRecord | undefined> {
     const kept = await this.redis.get(this.key(id));
     return kept ? fromJson(kept) : undefined;
+  }
+
+  async getMany(ids: string[]): Promise<PushRecord[]> {
+    if (ids.length === 0) return [];
+    const kept = await this.redis.mget(ids.map((id) => this.key(id)));
+    return kept.flatMap((serialized) => (serialized ? [fromJson(serialized)] : []));
   }
 
   async expireHeld(now: number): Promise<PushRecord[]> {

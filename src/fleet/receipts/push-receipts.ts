@@ -12,7 +12,8 @@ import { PushWebhooks } from './push-webhooks';
 const EXPIRE_EVERY_MS = 1000;
 /** How often a follower looks at receipts that may move on another instance. */
 const FOLLOW_POLL_MS = 250;
-
+/** Receipts one follower may follow: each look reads them all. */
+export const FOLLOW_MAX = 100;
 
 /** A receipt as callers read it (`GET /pushes/<id>`, webhooks, `device_say`'s progress). */
 export interface ReceiptView {
@@ -105,13 +106,14 @@ export class PushReceipts implements OnApplicationShutdown {
   }
 
   /**
-   * Follows receipts until each is final or `signal` aborts: `onChange` hears each state it
-   * reaches (moves made here at once, moves made on other instances within {@link FOLLOW_POLL_MS}).
-   * Resolves with the receipts as they last were.
+   * Follows receipts (at most {@link FOLLOW_MAX}, the first ones) until each is final or
+   * `signal` aborts: `onChange` hears each state it reaches (moves made here at once, moves made
+   * on other instances within {@link FOLLOW_POLL_MS}, one read of them all each time). Resolves
+   * with the receipts as they last were.
    */
   async follow(ids: string[], signal: AbortSignal, onChange: (record: PushRecord) => void): Promise<Map<string, PushRecord>> {
     const last = new Map<string, PushRecord>();
-    const pending = new Set(ids);
+    const pending = new Set(ids.slice(0, FOLLOW_MAX));
     let wake: (() => void) | undefined;
     const hear = (record: PushRecord) => {
       const known = last.get(record.id);
@@ -126,11 +128,10 @@ export class PushReceipts implements OnApplicationShutdown {
     signal.addEventListener('abort', stop, { once: true });
     try {
       while (pending.size > 0 && !signal.aborted) {
-        for (const id of [...pending]) {
-          const record = await this.store.get(id).catch(() => undefined);
-          if (record) hear(record);
-          else if (!last.has(id)) pending.delete(id);
-        }
+        const records = await this.store.getMany([...pending]).catch(() => undefined);
+        // A receipt no longer kept (or never stored) is not waited for.
+        if (records) for (const id of pending) if (!records.some((record) => record.id === id) && !last.has(id)) pending.delete(id);
+        for (const record of records ?? []) hear(record);
         if (pending.size === 0 || signal.aborted) break;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, FOLLOW_POLL_MS);

@@ -129,7 +129,7 @@ export class ReminderTools implements OnModuleDestroy {
           type: 'boolean',
           default: true,
           description:
-            'If the device is offline when the reminder falls due: true, say it when the device connects again (within the gateway\'s reminder hold); false, give it up. Either way its receipt (push_id) ends with a state.',
+            "If the device is offline when the reminder falls due: true, say it when the device connects again (within the gateway's reminder hold); false, give it up. Either way its receipt (push_id) ends with a state.",
         },
       },
       required: ['text'],
