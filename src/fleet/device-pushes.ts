@@ -136,10 +136,14 @@ export class DevicePushes implements DevicePush {
     const pushIds = new Map(devices.map((device) => [device, request.pushId ?? newPushId()]));
     const batches = new Map<string, SayBatch>();
     const unreached: string[] = [];
-    const records: Parameters<PushReceipts['open']>[0] = [];
+    /** The receipts to open, by the instance that will move them (`''`: this one, for the devices it holds or does not find). */
+    const records = new Map<string, Parameters<PushReceipts['open']>[0]>();
     for (const device of devices) {
       const entry = this.reachability.visibleDevice(caller, device);
-      records.push(this.recordOf(device, pushIds.get(device)!, request, caller, entry?.owner ?? entry?.principal));
+      const mover = entry && entry.instance !== this.messaging.instanceId ? entry.instance : '';
+      const opening = records.get(mover) ?? [];
+      records.set(mover, opening);
+      opening.push(this.recordOf(device, pushIds.get(device)!, request, caller, entry?.owner ?? entry?.principal));
       if (!entry) unreached.push(device);
       else {
         const batch = batches.get(entry.instance) ?? [];
@@ -147,13 +151,15 @@ export class DevicePushes implements DevicePush {
         batch.push({ device, turnId: pushIds.get(device)! });
       }
     }
-    // Stored before anything goes out, so the instance holding a device finds it to move.
-    await this.receipts.open(records);
+    // This instance's moves of a receipt wait for its creation, so its devices are spoken to at
+    // once; another instance's devices are sent their pushes once their receipts are stored.
+    const opened = new Map([...records].map(([mover, opening]) => [mover, this.receipts.open(opening)]));
     const outcomes = new Map<string, PushOutcome>();
     await Promise.all(
       [...batches].map(async ([instance, batch]) => {
-        const reports =
-          instance === this.messaging.instanceId ? await this.speakHere(batch, request, caller) : await this.speakElsewhere(instance, batch, request, caller);
+        const here = instance === this.messaging.instanceId;
+        if (!here) await opened.get(instance);
+        const reports = here ? await this.speakHere(batch, request, caller) : await this.speakElsewhere(instance, batch, request, caller);
         const reported = new Map(reports.map((report) => [report.device, report]));
         for (const { device, turnId } of batch) {
           const report = reported.get(device);
@@ -172,6 +178,8 @@ export class DevicePushes implements DevicePush {
         ),
       ),
     );
+    // Every receipt is stored before the caller hears of its id.
+    await Promise.all(opened.values());
     const refused: Promise<unknown>[] = [];
     for (const outcome of outcomes.values()) {
       if (!('error' in outcome)) continue;

@@ -21,6 +21,8 @@ export interface PushReceiptStore {
   create(records: PushRecord[]): Promise<void>;
   /** Moves the receipt; the receipt as it now is, or `undefined` when it is unknown or the move is not allowed from where it is. */
   move(id: string, move: PushMove): Promise<PushRecord | undefined>;
+  /** Several moves in one go (each as {@link move}, in order), what each gave. */
+  moveMany(moves: { id: string; move: PushMove }[]): Promise<(PushRecord | undefined)[]>;
   get(id: string): Promise<PushRecord | undefined>;
   /** The receipts of `ids` (those kept), in one look. */
   getMany(ids: string[]): Promise<PushRecord[]>;
@@ -52,6 +54,12 @@ export class MemoryPushReceipts implements PushReceiptStore {
     kept.record = moved;
     if (moved.state === 'held' && moved.expiresAt !== undefined) this.held.set(id, moved.expiresAt);
     else this.held.delete(id);
+    return moved;
+  }
+
+  async moveMany(moves: { id: string; move: PushMove }[]): Promise<(PushRecord | undefined)[]> {
+    const moved: (PushRecord | undefined)[] = [];
+    for (const { id, move } of moves) moved.push(await this.move(id, move));
     return moved;
   }
 
@@ -116,21 +124,30 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return 1`;
 
 /**
- * KEYS: the receipt, the held index. ARGV: the states it may move from (comma-separated), the
- * step (JSON), the new state, expires at (or ''). The record as it now is, or false.
+ * KEYS: the held index. ARGV: for each move, five: the receipt's key, the states it may move from
+ * (comma-separated), the step (JSON), the new state, expires at (or ''). For each, the record as
+ * it now is, or '' when it did not move (unknown, or not from where it is).
  */
 const MOVE = `
-local current = redis.call('GET', KEYS[1])
-if not current then return false end
-local record = cjson.decode(current)
-if not string.find(',' .. ARGV[1] .. ',', ',' .. record.state .. ',', 1, true) then return false end
-record.state = ARGV[3]
-table.insert(record.history, cjson.decode(ARGV[2]))
-if ARGV[4] ~= '' then record.expiresAt = tonumber(ARGV[4]) end
-local encoded = cjson.encode(record)
-redis.call('SET', KEYS[1], encoded, 'KEEPTTL')
-if ARGV[3] == 'held' and ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[4], record.id) else redis.call('ZREM', KEYS[2], record.id) end
-return encoded`;
+local results = {}
+for i = 1, #ARGV, 5 do
+  local key, from, step, state, expiresAt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local current = redis.call('GET', key)
+  local result = ''
+  if current then
+    local record = cjson.decode(current)
+    if string.find(',' .. from .. ',', ',' .. record.state .. ',', 1, true) then
+      record.state = state
+      table.insert(record.history, cjson.decode(step))
+      if expiresAt ~= '' then record.expiresAt = tonumber(expiresAt) end
+      result = cjson.encode(record)
+      redis.call('SET', key, result, 'KEEPTTL')
+      if state == 'held' and expiresAt ~= '' then redis.call('ZADD', KEYS[1], expiresAt, record.id) else redis.call('ZREM', KEYS[1], record.id) end
+    end
+  end
+  results[#results + 1] = result
+end
+return results`;
 
 export class RedisPushReceipts implements PushReceiptStore {
   constructor(
@@ -146,18 +163,22 @@ export class RedisPushReceipts implements PushReceiptStore {
   }
 
   async move(id: string, move: PushMove): Promise<PushRecord | undefined> {
-    const step = { state: move.state, at: new Date().toISOString(), ...(move.reason !== undefined && { reason: move.reason }) };
-    const moved = (await this.redis.eval(
-      MOVE,
-      2,
+    const [moved] = await this.moveMany([{ id, move }]);
+    return moved;
+  }
+
+  async moveMany(moves: { id: string; move: PushMove }[]): Promise<(PushRecord | undefined)[]> {
+    if (moves.length === 0) return [];
+    const at = new Date().toISOString();
+    const args = moves.flatMap(({ id, move }) => [
       this.key(id),
-      this.heldKey(),
       statesBefore(move.state).join(','),
-      JSON.stringify(step),
+      JSON.stringify({ state: move.state, at, ...(move.reason !== undefined && { reason: move.reason }) }),
       move.state,
       move.expiresAt ?? '',
-    )) as string | null;
-    return moved ? fromJson(moved) : undefined;
+    ]);
+    const moved = (await this.redis.eval(MOVE, 1, this.heldKey(), ...args)) as string[];
+    return moved.map((serialized) => (serialized ? fromJson(serialized) : undefined));
   }
 
   async get(id: string): Promise<PushRecord | undefined> {

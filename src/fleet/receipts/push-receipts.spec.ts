@@ -47,6 +47,25 @@ describe('PushReceipts', () => {
     expect(spoken?.history.map((step) => step.state)).toEqual(['queued', 'sent', 'spoken']);
   });
 
+  it('writes the moves made in one turn of the event loop in one store call, and moves made meanwhile in the next', async () => {
+    const ids = Array.from({ length: 600 }, (_, index) => `m${index}`);
+    await receipts.open(ids.map((id) => push(id)));
+    const calls: number[] = [];
+    const moveMany = store.moveMany.bind(store);
+    store.moveMany = async (moves) => {
+      calls.push(moves.length);
+      return moveMany(moves);
+    };
+    const sent = ids.map((id) => receipts.move(id, { state: 'sent' }));
+    const spoken = receipts.move('m0', { state: 'spoken' }); // waits for m0's sent
+    expect((await Promise.all(sent)).every((record) => record?.state === 'sent')).toBe(true);
+    expect((await spoken)?.state).toBe('spoken');
+    // 600 at once: a batch of 512, then the rest; m0's second move once its first was written.
+    expect(calls[0]).toBe(512);
+    expect(calls.length).toBeLessThanOrEqual(3);
+    expect(calls.reduce((sum, count) => sum + count, 0)).toBe(601);
+  });
+
   it('tells the webhook each change, and never fails a push when the store does', async () => {
     await receipts.open([push('p3')]);
     await receipts.move('p3', { state: 'refused', reason: 'DEVICE_BUSY' });

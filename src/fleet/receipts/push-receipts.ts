@@ -14,6 +14,8 @@ const EXPIRE_EVERY_MS = 1000;
 const FOLLOW_POLL_MS = 250;
 /** Receipts one follower may follow: each look reads them all. */
 export const FOLLOW_MAX = 100;
+/** Moves written to the store in one go at most; those made in one turn of the event loop go together. */
+const MOVE_BATCH_MAX = 512;
 
 /** A receipt as callers read it (`GET /pushes/<id>`, webhooks, `device_say`'s progress). */
 export interface ReceiptView {
@@ -54,6 +56,8 @@ export class PushReceipts implements OnApplicationShutdown {
   private readonly moved = new Subject<PushRecord>();
   private readonly expiry: NodeJS.Timeout;
   private expiring = false;
+  /** Moves made in this turn of the event loop, written together at its end. */
+  private batch?: { moves: { id: string; move: PushMove }[]; written: Promise<(PushRecord | undefined)[] | undefined> };
 
   constructor(
     private readonly store: PushReceiptStore,
@@ -63,33 +67,30 @@ export class PushReceipts implements OnApplicationShutdown {
     this.expiry = setInterval(() => void this.expireHeld(), EXPIRE_EVERY_MS).unref();
   }
 
-  /** New `queued` receipts; resolves once they are stored (so another instance may move them). Never rejects. */
-  async open(records: Omit<PushRecord, 'state' | 'history' | 'expiresAt'>[]): Promise<void> {
-    if (records.length === 0) return;
+  /**
+   * New `queued` receipts; resolves once they are stored (so another instance may move them).
+   * This instance's moves of them wait for it. Never rejects.
+   */
+  open(records: Omit<PushRecord, 'state' | 'history' | 'expiresAt'>[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
     const created = records.map((record) => newRecord(record));
-    try {
-      await this.store.create(created);
-      for (const record of created) this.changed(record);
-    } catch (error) {
-      this.logger.warn(`Receipts of ${records.length} pushes not stored: ${(error as Error).message}`);
-    }
+    const write = this.store.create(created).then(
+      () => created.forEach((record) => this.changed(record)),
+      (error: Error) => this.logger.warn(`Receipts of ${records.length} pushes not stored: ${error.message}`),
+    );
+    for (const { id } of created) this.writing.set(id, write);
+    void write.finally(() => created.forEach(({ id }) => this.writing.get(id) === write && this.writing.delete(id)));
+    return write;
   }
 
   /** Moves the receipt `id`, after this instance's earlier moves of it; resolves with the receipt moved, or `undefined`. Never rejects. */
   move(id: string, move: PushMove): Promise<PushRecord | undefined> {
     const before = this.writing.get(id) ?? Promise.resolve();
-    const write = before.then(() =>
-      this.store.move(id, move).then(
-        (record) => {
-          if (record) this.changed(record);
-          return record;
-        },
-        (error: Error) => {
-          this.logger.warn(`Receipt of push ${id} not moved to ${move.state}: ${error.message}`);
-          return undefined;
-        },
-      ),
-    );
+    const write = before.then(async () => {
+      const record = await this.batched(id, move);
+      if (record) this.changed(record);
+      return record;
+    });
     this.writing.set(id, write);
     void write.finally(() => {
       if (this.writing.get(id) === write) this.writing.delete(id);
@@ -155,6 +156,28 @@ export class PushReceipts implements OnApplicationShutdown {
     this.moved.complete();
     await Promise.allSettled([...this.writing.values()]);
     await this.close();
+  }
+
+  /**
+   * Writes `move` with the others made in this turn of the event loop, in one store call (a fan-out
+   * moves thousands at once): what it gave, or `undefined` when the store failed (logged once per batch).
+   */
+  private batched(id: string, move: PushMove): Promise<PushRecord | undefined> {
+    let batch = this.batch;
+    if (!batch || batch.moves.length >= MOVE_BATCH_MAX) {
+      const moves: { id: string; move: PushMove }[] = [];
+      const written = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        // From here on, moves go to the next batch.
+        if (this.batch === batch) this.batch = undefined;
+        return this.store.moveMany(moves).catch((error: Error) => {
+          this.logger.warn(`Receipts of ${moves.length} pushes not moved: ${error.message}`);
+          return undefined;
+        });
+      });
+      batch = this.batch = { moves, written };
+    }
+    const index = batch.moves.push({ id, move }) - 1;
+    return batch.written.then((moved) => moved?.[index]);
   }
 
   private changed(record: PushRecord): void {
