@@ -5,7 +5,7 @@ import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { pushOutcomeView, receiptView } from './device-push';
 import { DevicePushes } from './device-pushes';
-import { DEVICE_SAY_SCHEMA, PushBody } from './push-request';
+import { DEVICE_SAY_MAX_WAIT_S, DEVICE_SAY_SCHEMA, PushBody } from './push-request';
 import { followReceipts } from './receipts/follow-receipts';
 import { FOLLOW_MAX, PushReceipts } from './receipts/push-receipts';
 
@@ -33,6 +33,9 @@ export class FleetTools {
     description:
       'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own with a push_id (its delivery receipt). Offline devices: refused, unless hold_s keeps it for the next connection. With wait_s, the call follows the receipts until each is final (spoken, interrupted, expired, refused), reporting each change as progress.',
     inputSchema: DEVICE_SAY_SCHEMA,
+    // With wait_s, the call lasts until the receipts are final: its limit is the longest wait, not
+    // SERVER_TOOL_TIMEOUT (without it, the push itself is bounded: a replica that does not answer fails it in 5 s).
+    timeoutMs: (DEVICE_SAY_MAX_WAIT_S + 10) * 1000,
   })
   async say({ device_id: deviceId, device_ids: deviceIds, text, interrupt, hold_s: holdS, wait_s: waitS = 0 }: SayArguments, context: ToolCallContext) {
     if ((deviceId === undefined) === (deviceIds === undefined))
