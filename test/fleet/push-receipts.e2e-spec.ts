@@ -257,6 +257,19 @@ describe('push receipts across replicas', () => {
     expect(statesOf(unsaid)).toEqual(['queued', 'interrupted']);
   });
 
+  it("reaches spoken for a xiaozhi device's pushed turn once its answer's tts stop went out", async () => {
+    const device = await deviceOnA('aa:bb:cc:01:00:06');
+    a.llm.reply({ text: 'It is sunny today.' });
+    a.tts.reply(tone(0.5));
+    const turn = await postJson(b, '/devices/aa:bb:cc:01:00:06/turns', AGENT_TOKEN, { text: 'What is the weather?' });
+    expect(turn).toMatchObject({ status: 200, body: { push_id: expect.stringMatching(/^push-/) } });
+    await device.next('tts', isTts('sentence_start'), 8000);
+    await device.next('tts', isTts('stop'));
+    const receipt = await receiptOnB(turn.body.push_id, inState('spoken'));
+    expect(receipt).toMatchObject({ kind: 'turn' });
+    expect(statesOf(receipt)).toEqual(['queued', 'sent', 'spoken']);
+  });
+
   it("reaches spoken for an LLM-gateway device's pushed sentence and pushed turn (their final llm_response)", async () => {
     const socket = await llmDeviceOnA('aa:bb:cc:02:00:01');
     const said = await postJson(b, '/devices/aa:bb:cc:02:00:01/say', AGENT_TOKEN, { text: 'The laundry is done.' });
