@@ -266,7 +266,7 @@ export class DevicePushes implements DevicePush {
     const limits = { perDevice: this.config.fleet.holdMaxCount, perPrincipal: this.config.fleet.holdMaxPerPrincipal };
     const refusal = await this.stores.held.hold({ owner, deviceId }, push, limits);
     if (refusal) throw holdRefused(refusal, deviceId, limits);
-    await this.receipts.move(turnId, { state: 'held', expiresAt: push.expiresAt });
+    await this.receipts.move(turnId, { state: 'held', expiresAt: push.expiresAt, owner });
     await this.stores.directory.keepOwned(deviceId, owner, push.expiresAt);
     // It may have connected since it was found offline: its connection delivers it now.
     const entry = this.stores.directory.lookup(deviceId);

@@ -299,6 +299,8 @@ describe('push receipts across replicas', () => {
     expect(expiring.body).toMatchObject({ delivered: 'held', push_id: expect.any(String) });
     const held = await getJson(b, `/pushes/${expiring.body.push_id}`, AGENT_TOKEN);
     expect(held.body).toMatchObject({ state: 'held', expires_at: expect.any(String) });
+    // Held, the device's owner is known: they see it too.
+    expect((await getJson(b, `/pushes/${expiring.body.push_id}`, DEVICE_TOKEN)).status).toBe(200);
     const expired = await receiptOnB(expiring.body.push_id, inState('expired'), 5000);
     expect(expired.history.at(-1)).toMatchObject({ state: 'expired', reason: 'hold_ran_out' });
 

@@ -23,6 +23,13 @@ function behavesAsAReceiptStore(open: (bounds: ReceiptBounds) => Promise<PushRec
     expect(await store.get('unknown')).toBeUndefined();
   });
 
+  it("learns the device's owner from the move that found it (a push held for an offline device)", async () => {
+    const store = await open(bounds);
+    await store.create([newRecord({ id: 'o1', device: 'attic', kind: 'say', by: 'agent' })]);
+    expect((await store.move('o1', { state: 'held', expiresAt: Date.now() + 60_000, owner: 'olga' }))?.owner).toBe('olga');
+    expect((await store.get('o1'))?.owner).toBe('olga');
+  });
+
   it('leaves a receipt that exists as it is when it is created again (a reminder tried again)', async () => {
     const store = await open(bounds);
     await store.create([record('p2')]);

@@ -124,14 +124,14 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return 1`;
 
 /**
- * KEYS: the held index. ARGV: for each move, five: the receipt's key, the states it may move from
- * (comma-separated), the step (JSON), the new state, expires at (or ''). For each, the record as
- * it now is, or '' when it did not move (unknown, or not from where it is).
+ * KEYS: the held index. ARGV: for each move, six: the receipt's key, the states it may move from
+ * (comma-separated), the step (JSON), the new state, expires at (or ''), the device's owner (or
+ * ''). For each, the record as it now is, or '' when it did not move (unknown, or not from where it is).
  */
 const MOVE = `
 local results = {}
-for i = 1, #ARGV, 5 do
-  local key, from, step, state, expiresAt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+for i = 1, #ARGV, 6 do
+  local key, from, step, state, expiresAt, owner = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local current = redis.call('GET', key)
   local result = ''
   if current then
@@ -140,6 +140,7 @@ for i = 1, #ARGV, 5 do
       record.state = state
       table.insert(record.history, cjson.decode(step))
       if expiresAt ~= '' then record.expiresAt = tonumber(expiresAt) end
+      if owner ~= '' then record.owner = owner end
       result = cjson.encode(record)
       redis.call('SET', key, result, 'KEEPTTL')
       if state == 'held' and expiresAt ~= '' then redis.call('ZADD', KEYS[1], expiresAt, record.id) else redis.call('ZREM', KEYS[1], record.id) end
@@ -176,6 +177,7 @@ export class RedisPushReceipts implements PushReceiptStore {
       JSON.stringify({ state: move.state, at, ...(move.reason !== undefined && { reason: move.reason }) }),
       move.state,
       move.expiresAt ?? '',
+      move.owner ?? '',
     ]);
     const moved = (await this.redis.eval(MOVE, 1, this.heldKey(), ...args)) as string[];
     return moved.map((serialized) => (serialized ? fromJson(serialized) : undefined));

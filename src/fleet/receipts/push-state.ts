@@ -77,6 +77,8 @@ export interface PushMove {
   state: PushState;
   reason?: string;
   expiresAt?: number;
+  /** The device's owner, when the move learnt it (a push held for an offline device): they see the receipt too. */
+  owner?: string;
 }
 
 /** `record` moved as `move` says, or `undefined` when the state machine does not allow it. */
@@ -88,6 +90,7 @@ export function advance(record: PushRecord, move: PushMove, at = Date.now()): Pu
     state: move.state,
     history: [...record.history, step],
     ...(move.expiresAt !== undefined && { expiresAt: move.expiresAt }),
+    ...(move.owner !== undefined && { owner: move.owner }),
   };
 }
 
