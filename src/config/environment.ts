@@ -658,7 +658,7 @@ export class EnvironmentVariables {
     group: 'fleet',
     unset: 'off: receipts are only queried',
     about:
-      'URL each change of a push receipt is POSTed to as JSON (`{"event": "push.state", "id", "state", "at", "reason"?, "receipt"}`), from the instance where it changed; never delays a push. Credentials in it are shown as `***` in logs.',
+      'URL each change of a push receipt is POSTed to as JSON (`{"event": "push.state", "id", "state", "at", "reason"?, "receipt"}`), from the instance where it changed; never delays a push. Never logged (it may carry a secret).',
   })
   @IsOptional()
   @IsUrl(HTTP_URL)
