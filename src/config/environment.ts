@@ -638,6 +638,63 @@ export class EnvironmentVariables {
   @Min(60)
   FLEET_REMINDER_MAX_AHEAD_S = 31_622_400;
 
+  @Setting({
+    group: 'fleet',
+    unit: 'seconds',
+    about: 'How long the delivery receipt of a push (`GET /pushes/<id>`) is kept after the push was made; in Redis with `REDIS_URL`, in memory otherwise.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(60)
+  PUSH_RECEIPTS_TTL_S = 86_400;
+
+  @Setting({ group: 'fleet', about: 'Delivery receipts kept at most (over every device and principal); past it the oldest are forgotten first.' })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(100)
+  PUSH_RECEIPTS_MAX = 100_000;
+
+  @Setting({
+    group: 'fleet',
+    unset: 'off: receipts are only queried',
+    about:
+      'URL each change of a push receipt is POSTed to as JSON (`{"event": "push.state", "id", "state", "at", "reason"?, "receipt"}`), from the instance where it changed; never delays a push. Never logged (it may carry a secret).',
+  })
+  @IsOptional()
+  @IsUrl(HTTP_URL)
+  PUSH_WEBHOOK_URL?: string;
+
+  @Setting({ group: 'fleet', unit: 'seconds', about: 'Longest wait for one webhook POST to be answered; past it the attempt failed.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  PUSH_WEBHOOK_TIMEOUT = 5;
+
+  @Setting({
+    group: 'fleet',
+    about: 'Attempts after the first when a webhook POST fails (a network error, a timeout, a status other than 2xx); then the change is given up and logged.',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(0)
+  @Max(10)
+  PUSH_WEBHOOK_RETRIES = 3;
+
+  @Setting({ group: 'fleet', unit: 'seconds', about: 'Wait before the first webhook retry; each next retry waits twice as long.' })
+  @NumberFromEnv()
+  @IsNumber()
+  @Min(0.01)
+  PUSH_WEBHOOK_RETRY_DELAY = 1;
+
+  @Setting({
+    group: 'fleet',
+    about: 'Receipt changes one instance keeps waiting for the webhook at most; one more is dropped, counted and logged (the first, then every thousandth).',
+  })
+  @NumberFromEnv()
+  @IsInt()
+  @Min(1)
+  PUSH_WEBHOOK_QUEUE_MAX = 10_000;
+
   @Setting({ group: 'mcp', about: 'Every MCP route (`false`: 404), and the upstream MCP servers (`false`: not connected).' })
   @BooleanFromEnv()
   @IsBoolean()

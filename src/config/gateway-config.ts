@@ -244,6 +244,12 @@ export interface GatewayConfig {
     ownershipLapseMs: number;
     /** Seconds: `holdS` and `maxAheadS` are compared with what tools are given. */
     reminders: { maxPerDevice: number; maxPerPrincipal: number; holdS: number; maxAheadS: number };
+    /** Delivery receipts of pushes (`PUSH_RECEIPTS_*`), and the webhook their changes are posted to (`PUSH_WEBHOOK_*`) when its URL is set. */
+    receipts: {
+      ttlMs: number;
+      max: number;
+      webhook?: { url: string; timeoutMs: number; retries: number; backoffMs: number; queueMax: number; concurrency: number };
+    };
   };
   console: { enabled: boolean };
   /** The OpenAPI description and Swagger UI (`OPENAPI_ENABLED`). */
@@ -513,6 +519,20 @@ export function buildGatewayConfig(env: EnvironmentVariables): GatewayConfig {
         maxPerPrincipal: env.FLEET_REMINDERS_MAX_PER_PRINCIPAL,
         holdS: env.FLEET_REMINDER_HOLD_S,
         maxAheadS: env.FLEET_REMINDER_MAX_AHEAD_S,
+      },
+      receipts: {
+        ttlMs: env.PUSH_RECEIPTS_TTL_S * 1000,
+        max: env.PUSH_RECEIPTS_MAX,
+        ...(env.PUSH_WEBHOOK_URL && {
+          webhook: {
+            url: env.PUSH_WEBHOOK_URL,
+            timeoutMs: seconds(env.PUSH_WEBHOOK_TIMEOUT),
+            retries: env.PUSH_WEBHOOK_RETRIES,
+            backoffMs: seconds(env.PUSH_WEBHOOK_RETRY_DELAY),
+            queueMax: env.PUSH_WEBHOOK_QUEUE_MAX,
+            concurrency: 8,
+          },
+        }),
       },
     },
     console: { enabled: env.CONSOLE_ENABLED },

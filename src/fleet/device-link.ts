@@ -10,7 +10,32 @@ export interface QueuedPush {
   /** Whether it waits behind the device's turn in flight (or other pushes) rather than starting at once. */
   readonly waiting: boolean;
   readonly started: Promise<void>;
+  /**
+   * How it ended on the device, once it did (never rejects): `spoken` when the device finished
+   * it as its protocol says an answer ends, `interrupted` with why otherwise (cut, failed, or
+   * the connection ended before or while it was said).
+   */
+  readonly finished: Promise<PushEnd>;
 }
+
+/** How a push ended on the device. */
+export type PushEnd = { state: 'spoken' } | { state: 'interrupted'; reason: string };
+
+/** Why a push did not end `spoken`: the words its receipt records. */
+export const PUSH_CUT = {
+  /** The device's `abort` (or its wake word). */
+  abort: 'abort',
+  /** The user spoke over it. */
+  bargeIn: 'barge_in',
+  /** A newer push with `interrupt` cut it. */
+  newerPush: 'interrupted_by_push',
+  /** The connection ended before it finished. */
+  disconnected: 'disconnected',
+  /** Its speech could not be synthesized, or its turn failed. */
+  failed: 'failed',
+  /** Its turn was cancelled, or ended with nothing to say. */
+  cancelled: 'cancelled',
+} as const;
 
 /**
  * A device's connection on this instance, as the fleet drives it, whatever protocol the device

@@ -19,32 +19,44 @@ export interface SayRequest {
   holdS?: number;
   /** Set when a reminder fell due: its id rides on the pushed `llm_response` (`reminder_id`). */
   reminderId?: string;
+  /**
+   * The id of the push's receipt, when the caller chose it (a reminder's, the same through its
+   * retries; one device only). A push with a `reminderId` is never marked `refused`: its
+   * reminder decides whether to try again, or marks it `expired`.
+   */
+  pushId?: string;
 }
 
-/** What became of a push. */
+/** What became of a push at once; what becomes of it later is its delivery receipt's (`GET /pushes/<push_id>`). */
 export interface PushReceipt {
   /**
    * `spoken`: the device has it now (written to its socket, or the turn begun); `queued`: it waits
    * on the device's connection behind the turn in flight (if the device leaves first, it is held
    * when `holdS` asked for that, else dropped); `held`: it will get it when it connects again.
+   * (Kept as it was for existing clients: the receipt's `state` says `spoken` only once the
+   * device finished saying it.)
    */
   delivered: 'spoken' | 'queued' | 'held';
-  /** The `turn_id` its frames carry. */
+  /** The `turn_id` its frames carry: also the id of its delivery receipt. */
   turnId: string;
 }
 
-/** What became of a push to one of many devices: its receipt, or why it did not reach it. */
-export type PushOutcome = { device: string; receipt: PushReceipt } | { device: string; error: GatewayError };
+/** What became of a push to one of many devices: its receipt, or why it did not reach it (with the id of its `refused` receipt, when it has one). */
+export type PushOutcome = { device: string; receipt: PushReceipt } | { device: string; error: GatewayError; pushId?: string };
 
-/** A receipt as callers read it, over HTTP and from the fleet's tools: `{delivered, turn_id}`. */
+/** A receipt as callers read it, over HTTP and from the fleet's tools: `{push_id, delivered, turn_id}`. */
 export function receiptView({ delivered, turnId }: PushReceipt) {
-  return { delivered, turn_id: turnId };
+  return { push_id: turnId, delivered, turn_id: turnId };
 }
 
-/** An outcome as callers read it: `{device, delivered, turn_id}` or `{device, error: {code, message}}`. */
+/** An outcome as callers read it: `{device, push_id, delivered, turn_id}` or `{device, push_id?, error: {code, message}}`. */
 export function pushOutcomeView(outcome: PushOutcome) {
   return 'error' in outcome
-    ? { device: outcome.device, error: { code: outcome.error.code, message: outcome.error.message } }
+    ? {
+        device: outcome.device,
+        ...(outcome.pushId !== undefined && { push_id: outcome.pushId }),
+        error: { code: outcome.error.code, message: outcome.error.message },
+      }
     : { device: outcome.device, ...receiptView(outcome.receipt) };
 }
 
@@ -70,8 +82,18 @@ export interface DevicePush {
   mayReach(caller: FleetCaller, deviceId: string): Promise<boolean>;
   /** Something is pending for the device until `untilMs` (a reminder): its id stays its owner's at least that long. */
   keepOwned(deviceId: string, untilMs: number): Promise<void>;
+  /** A push the gateway gave up on before it was sent (a reminder that could not be spoken): its receipt (made if it had none) says `expired`, and why. Never rejects. */
+  expire(push: GivenUpPush, caller: FleetCaller): Promise<void>;
   /** Device ids their owners gave up: whatever is pending for them is dropped. */
   readonly released: Observable<ReleasedDevice>;
+}
+
+/** A push given up before it was sent: its receipt's id, its device, and why. */
+export interface GivenUpPush {
+  deviceId: string;
+  pushId: string;
+  reminderId?: string;
+  reason: string;
 }
 
 /** A device id given up by its owner. */

@@ -8,11 +8,13 @@ import { GatewayError, GatewayErrorCode } from '../core/errors/gateway-error';
 import { DrainService } from '../core/lifecycle/drain.service';
 import { isDeviceGlob } from './device-id';
 import type { DeviceLink, QueuedPush } from './device-link';
-import type { DevicePush, FleetCaller, PushOutcome, PushReceipt, ReleasedDevice, SayRequest } from './device-push';
+import type { DevicePush, FleetCaller, GivenUpPush, PushOutcome, PushReceipt, ReleasedDevice, SayRequest } from './device-push';
 import { FLEET_STORES, FleetStores } from './fleet-stores';
 import type { HeldFor, HeldPush, HoldLimits, HoldRefusal } from './held-pushes';
 import { LocalDevices } from './local-devices';
 import { checkDeviceId, Reachability } from './reachability';
+import { PushReceipts } from './receipts/push-receipts';
+import type { PushRecord } from './receipts/push-state';
 import { ReplicaMessaging } from './replicas/replica-messaging';
 
 /** How long a push waits for the instance holding the device to say it queued it. */
@@ -64,6 +66,10 @@ interface HeldDrain {
  * devices. A receipt says only what happened: `spoken` once the push reached the device,
  * `queued` while it waits behind the device's turn, `held` once stored for its next connection,
  * where held pushes are delivered one at a time as the device's queue frees.
+ *
+ * Each push also has a delivery receipt ({@link PushReceipts}), opened here before it goes out:
+ * the instance that holds or refuses it moves it to `held` or `refused`, the instance where the
+ * device is moves it to `sent`, then `spoken` or `interrupted` as the device's link says it ended.
  */
 @Injectable()
 export class DevicePushes implements DevicePush {
@@ -80,6 +86,7 @@ export class DevicePushes implements DevicePush {
     private readonly messaging: ReplicaMessaging,
     private readonly drain: DrainService,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly receipts: PushReceipts,
   ) {
     local.attached.subscribe((link) => this.drainHeld(link));
     messaging.handle(SAY, (message: RemoteSay) => this.speakHere(message.devices, message, { principal: message.principal }));
@@ -102,6 +109,11 @@ export class DevicePushes implements DevicePush {
     return this.reachability.keepOwned(deviceId, untilMs);
   }
 
+  async expire({ deviceId, pushId, reminderId, reason }: GivenUpPush, caller: FleetCaller): Promise<void> {
+    await this.receipts.open([{ id: pushId, device: deviceId, kind: reminderId !== undefined ? 'reminder' : 'say', by: caller.principal ?? '', reminderId }]);
+    await this.receipts.move(pushId, { state: 'expired', reason });
+  }
+
   /** A `say` to one device: a fan-out of one, so that both take one way. */
   async say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt> {
     checkDeviceId(deviceId);
@@ -119,22 +131,35 @@ export class DevicePushes implements DevicePush {
   async sayToEach(targets: readonly unknown[], request: SayRequest, caller: FleetCaller): Promise<PushOutcome[]> {
     this.checkRequest(request);
     const devices = await this.devicesOf(targets, caller);
+    if (request.pushId !== undefined && devices.length !== 1)
+      throw new GatewayError(GatewayErrorCode.INVALID_MESSAGE, 'A push with its own receipt id goes to one device');
+    const pushIds = new Map(devices.map((device) => [device, request.pushId ?? newPushId()]));
     const batches = new Map<string, SayBatch>();
     const unreached: string[] = [];
+    /** The receipts to open, by the instance that will move them (`''`: this one, for the devices it holds or does not find). */
+    const records = new Map<string, Parameters<PushReceipts['open']>[0]>();
     for (const device of devices) {
       const entry = this.reachability.visibleDevice(caller, device);
+      const mover = entry && entry.instance !== this.messaging.instanceId ? entry.instance : '';
+      const opening = records.get(mover) ?? [];
+      records.set(mover, opening);
+      opening.push(this.recordOf(device, pushIds.get(device)!, request, caller, entry?.owner ?? entry?.principal));
       if (!entry) unreached.push(device);
       else {
         const batch = batches.get(entry.instance) ?? [];
         batches.set(entry.instance, batch);
-        batch.push({ device, turnId: `push-${randomUUID()}` });
+        batch.push({ device, turnId: pushIds.get(device)! });
       }
     }
+    // This instance's moves of a receipt wait for its creation, so its devices are spoken to at
+    // once; another instance's devices are sent their pushes once their receipts are stored.
+    const opened = new Map([...records].map(([mover, opening]) => [mover, this.receipts.open(opening)]));
     const outcomes = new Map<string, PushOutcome>();
     await Promise.all(
       [...batches].map(async ([instance, batch]) => {
-        const reports =
-          instance === this.messaging.instanceId ? await this.speakHere(batch, request, caller) : await this.speakElsewhere(instance, batch, request, caller);
+        const here = instance === this.messaging.instanceId;
+        if (!here) await opened.get(instance);
+        const reports = here ? await this.speakHere(batch, request, caller) : await this.speakElsewhere(instance, batch, request, caller);
         const reported = new Map(reports.map((report) => [report.device, report]));
         for (const { device, turnId } of batch) {
           const report = reported.get(device);
@@ -147,12 +172,22 @@ export class DevicePushes implements DevicePush {
     );
     await Promise.all(
       unreached.map((device) =>
-        this.hold('say', device, `push-${randomUUID()}`, request, caller).then(
+        this.hold('say', device, pushIds.get(device)!, request, caller).then(
           (receipt) => outcomes.set(device, { device, receipt }),
           (error: unknown) => outcomes.set(device, { device, error: asGatewayError(error) }),
         ),
       ),
     );
+    // Every receipt is stored before the caller hears of its id.
+    await Promise.all(opened.values());
+    const refused: Promise<unknown>[] = [];
+    for (const outcome of outcomes.values()) {
+      if (!('error' in outcome)) continue;
+      const pushId = pushIds.get(outcome.device)!;
+      outcome.pushId = pushId;
+      if (request.reminderId === undefined) refused.push(this.receipts.move(pushId, { state: 'refused', reason: outcome.error.code }));
+    }
+    await Promise.all(refused);
     return devices.map((device) => outcomes.get(device)!);
   }
 
@@ -160,8 +195,24 @@ export class DevicePushes implements DevicePush {
   async startTurn(deviceId: string, request: Pick<SayRequest, 'text' | 'holdS'>, caller: FleetCaller): Promise<PushReceipt> {
     checkDeviceId(deviceId);
     this.checkRequest(request);
-    const turnId = `push-${randomUUID()}`;
+    const turnId = newPushId();
     const entry = this.reachability.visibleDevice(caller, deviceId);
+    await this.receipts.open([{ ...this.recordOf(deviceId, turnId, request, caller, entry?.owner ?? entry?.principal), kind: 'turn' }]);
+    try {
+      return await this.startTurnAs(deviceId, turnId, entry, request, caller);
+    } catch (error) {
+      await this.receipts.move(turnId, { state: 'refused', reason: asGatewayError(error).code });
+      throw error;
+    }
+  }
+
+  private async startTurnAs(
+    deviceId: string,
+    turnId: string,
+    entry: ReturnType<Reachability['visibleDevice']>,
+    request: Pick<SayRequest, 'text' | 'holdS'>,
+    caller: FleetCaller,
+  ): Promise<PushReceipt> {
     if (entry) {
       try {
         const report =
@@ -190,10 +241,11 @@ export class DevicePushes implements DevicePush {
    */
   async release(deviceId: string, caller: FleetCaller): Promise<{ held: number }> {
     const owner = await this.reachability.disown(deviceId, caller);
-    const held = await this.stores.held.drop(deviceId, owner);
+    const dropped = await this.stores.held.drop(deviceId, owner);
+    await Promise.all(dropped.map((push) => this.receipts.move(push.turnId, { state: 'expired', reason: 'released' })));
     this.releasedStream.next({ deviceId, owner });
-    this.logger.log(`Device id ${deviceId} released by its owner (${held} held pushes dropped)`);
-    return { held };
+    this.logger.log(`Device id ${deviceId} released by its owner (${dropped.length} held pushes dropped)`);
+    return { held: dropped.length };
   }
 
   private async hold(kind: HeldPush['kind'], deviceId: string, turnId: string, request: Push, caller: FleetCaller): Promise<PushReceipt> {
@@ -214,6 +266,7 @@ export class DevicePushes implements DevicePush {
     const limits = { perDevice: this.config.fleet.holdMaxCount, perPrincipal: this.config.fleet.holdMaxPerPrincipal };
     const refusal = await this.stores.held.hold({ owner, deviceId }, push, limits);
     if (refusal) throw holdRefused(refusal, deviceId, limits);
+    await this.receipts.move(turnId, { state: 'held', expiresAt: push.expiresAt, owner });
     await this.stores.directory.keepOwned(deviceId, owner, push.expiresAt);
     // It may have connected since it was found offline: its connection delivers it now.
     const entry = this.stores.directory.lookup(deviceId);
@@ -301,6 +354,7 @@ export class DevicePushes implements DevicePush {
       }
       if ((index + 1) % PUSHES_PER_TICK === 0) await setImmediate();
     }
+    for (const { turnId, push } of queued) this.follow(turnId, push);
     const settled = await settle(queued.map(({ push }) => push));
     settled.forEach((outcome, index) => {
       const { device, turnId, push } = queued[index];
@@ -317,6 +371,7 @@ export class DevicePushes implements DevicePush {
     const link = this.drain.isDraining ? undefined : this.local.get(deviceId);
     if (!link) throw offline(deviceId);
     const push = link.startTurn(turnId, request.text);
+    this.follow(turnId, push);
     const [outcome] = await settle([push]);
     if (outcome === 'spoken') return undefined;
     if (outcome !== 'queued') throw outcome;
@@ -324,13 +379,44 @@ export class DevicePushes implements DevicePush {
     return { device: deviceId, queued: true };
   }
 
-  /** A push answered `queued` whose device leaves before its turn: held again when the caller asked for holding, else dropped and said so. */
+  /** A push answered `queued` whose device leaves before its turn: held again when the caller asked for holding, else dropped, said so, and its receipt `interrupted`. */
   private holdIfUnheard(push: QueuedPush, kind: HeldPush['kind'], deviceId: string, turnId: string, request: Push, caller: FleetCaller): void {
     push.started.catch(() =>
-      (request.holdS ? this.hold(kind, deviceId, turnId, request, caller) : Promise.reject(offline(deviceId))).catch((error: Error) =>
-        this.logger.warn(`A push queued for device ${deviceId} (${turnId}) was not heard, the device left first, and not held again: ${error.message}`),
-      ),
+      (request.holdS ? this.hold(kind, deviceId, turnId, request, caller) : Promise.reject(offline(deviceId))).catch((error: Error) => {
+        this.logger.warn(`A push queued for device ${deviceId} (${turnId}) was not heard, the device left first, and not held again: ${error.message}`);
+        return this.receipts.move(turnId, { state: 'interrupted', reason: 'disconnected' });
+      }),
     );
+  }
+
+  /** Moves the receipt of a push taken by a device here: `sent` once it reached the device, then how it ended there. Its failing to reach the device is for whoever sent it (held again, or refused). */
+  private follow(pushId: string, push: QueuedPush): void {
+    push.started.then(
+      async () => {
+        await this.receipts.move(pushId, { state: 'sent' });
+        const end = await push.finished;
+        await this.receipts.move(pushId, end.state === 'spoken' ? { state: 'spoken' } : { state: 'interrupted', reason: end.reason });
+      },
+      () => undefined,
+    );
+  }
+
+  /** A new receipt's record: what it is, to whom, who asked. */
+  private recordOf(
+    device: string,
+    id: string,
+    request: Push,
+    caller: FleetCaller,
+    owner: string | undefined,
+  ): Omit<PushRecord, 'state' | 'history' | 'expiresAt'> {
+    return {
+      id,
+      device,
+      kind: request.reminderId !== undefined ? 'reminder' : 'say',
+      by: caller.principal ?? '',
+      ...(owner !== undefined && { owner }),
+      ...(request.reminderId !== undefined && { reminderId: request.reminderId }),
+    };
   }
 
   /** Has `instance` speak to the devices of `batch` it holds, in one message; the ones it did not reach at once, with why. */
@@ -376,7 +462,7 @@ export class DevicePushes implements DevicePush {
         do {
           drain.again = false;
           for (let push = await this.stores.held.next(to); push && current(); push = await this.stores.held.next(to)) {
-            await deliverHeld(link, push);
+            this.follow(push.turnId, await deliverHeld(link, push));
             await this.stores.held.done(to, push);
           }
         } while (drain.again && current());
@@ -412,8 +498,8 @@ async function settle(pushes: QueuedPush[]): Promise<('spoken' | 'queued' | Erro
   }
 }
 
-/** One held push, once the device's queue has room; rejects when the device leaves first. */
-async function deliverHeld(link: DeviceLink, push: HeldPush): Promise<void> {
+/** One held push, once the device's queue has room, as the device took it once it reached it; rejects when the device leaves first. */
+async function deliverHeld(link: DeviceLink, push: HeldPush): Promise<QueuedPush> {
   for (;;) {
     await link.whenRoom();
     try {
@@ -421,12 +507,18 @@ async function deliverHeld(link: DeviceLink, push: HeldPush): Promise<void> {
         push.kind === 'say'
           ? link.say(push.turnId, push.text, { interrupt: push.interrupt, reminderId: push.reminderId })
           : link.startTurn(push.turnId, push.text);
-      return await queued.started;
+      await queued.started;
+      return queued;
     } catch (error) {
       // A frame of the device's took the room first: wait again.
       if (!(error instanceof GatewayError && error.code === GatewayErrorCode.DEVICE_BUSY)) throw error;
     }
   }
+}
+
+/** A push's id: the `turn_id` its frames carry, and its receipt's. */
+function newPushId(): string {
+  return `push-${randomUUID()}`;
 }
 
 function offline(deviceId: string): GatewayError {

@@ -24,6 +24,8 @@ import { DeviceRollouts } from './rollouts/device-rollouts';
 import { MemoryRolloutStore, RedisRolloutStore, ROLLOUT_STORE, RolloutStore } from './rollouts/rollout-store';
 import { RolloutsController } from './rollouts/rollouts.controller';
 import { RolloutTools } from './rollouts/rollout.tools';
+import { openPushReceipts, PushReceipts } from './receipts/push-receipts';
+import { PushesController } from './receipts/pushes.controller';
 
 /**
  * Every device reachable, whatever protocol it speaks, each job in its own part:
@@ -34,6 +36,7 @@ import { RolloutTools } from './rollouts/rollout.tools';
  *   `DeviceLink` for each);
  * - `Reachability`: who may reach which device, and who owns each id;
  * - `DevicePushes`: speech pushed to devices, fan-outs and held pushes (`DEVICE_PUSH`);
+ * - `PushReceipts`: each push's delivery receipt (`GET /pushes/<id>`, the webhook);
  * - `DeviceToolCatalogue`: devices' tools for agents, run where each device is.
  * - `DeviceRollouts`: firmware rollouts and endpoint moves, offered in devices' configuration answers;
  * - activation (`activation/`): owners bind devices by code, each bound device gets a secret of its own.
@@ -43,6 +46,7 @@ import { RolloutTools } from './rollouts/rollout.tools';
   imports: [HealthModule],
   providers: [
     { provide: FLEET_STORES, inject: [GatewayState, GATEWAY_CONFIG], useFactory: openFleetStores },
+    { provide: PushReceipts, inject: [GatewayState, GATEWAY_CONFIG], useFactory: openPushReceipts },
     ReplicaMessaging,
     LocalDevices,
     Reachability,
@@ -63,8 +67,8 @@ import { RolloutTools } from './rollouts/rollout.tools';
     RolloutTools,
     ...ACTIVATION_PROVIDERS,
   ],
-  controllers: [DevicesController, DeviceBudgetsController, RolloutsController, ActivationController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts, ActivationService],
+  controllers: [DevicesController, DeviceBudgetsController, RolloutsController, ActivationController, PushesController],
+  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts, ActivationService, PushReceipts],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

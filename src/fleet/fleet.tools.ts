@@ -5,11 +5,14 @@ import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { pushOutcomeView, receiptView } from './device-push';
 import { DevicePushes } from './device-pushes';
-import { DEVICE_SAY_SCHEMA, PushBody } from './push-request';
+import { DEVICE_SAY_MAX_WAIT_S, DEVICE_SAY_SCHEMA, PushBody } from './push-request';
+import { followReceipts } from './receipts/follow-receipts';
+import { FOLLOW_MAX, PushReceipts } from './receipts/push-receipts';
 
 interface SayArguments extends PushBody {
   device_id?: string;
   device_ids?: string[];
+  wait_s?: number;
 }
 
 /**
@@ -19,24 +22,36 @@ interface SayArguments extends PushBody {
  */
 @Injectable()
 export class FleetTools {
-  constructor(private readonly pushes: DevicePushes) {}
+  constructor(
+    private readonly pushes: DevicePushes,
+    private readonly receipts: PushReceipts,
+  ) {}
 
   @BuiltinTool({
     name: 'device_say',
     presentation: { title: 'Say on devices', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
     description:
-      'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own. Offline devices: refused, unless hold_s keeps it for the next connection.',
+      'Makes connected voice devices say a sentence now (each waits for its turn in flight unless interrupt is true): one device by device_id, or many by device_ids (ids and globs such as "kitchen-*"), each answered on its own with a push_id (its delivery receipt). Offline devices: refused, unless hold_s keeps it for the next connection. With wait_s, the call follows the receipts until each is final (spoken, interrupted, expired, refused), reporting each change as progress.',
     inputSchema: DEVICE_SAY_SCHEMA,
+    // With wait_s, the call lasts until the receipts are final: its limit is the longest wait, not
+    // SERVER_TOOL_TIMEOUT (without it, the push itself is bounded: a replica that does not answer fails it in 5 s).
+    timeoutMs: (DEVICE_SAY_MAX_WAIT_S + 10) * 1000,
   })
-  async say({ device_id: deviceId, device_ids: deviceIds, text, interrupt, hold_s: holdS }: SayArguments, { principal }: ToolCallContext) {
+  async say({ device_id: deviceId, device_ids: deviceIds, text, interrupt, hold_s: holdS, wait_s: waitS = 0 }: SayArguments, context: ToolCallContext) {
     if ((deviceId === undefined) === (deviceIds === undefined))
       throw new ToolError('Give exactly one of device_id and device_ids', { code: 'INVALID_MESSAGE' });
+    const { principal } = context;
+    if (waitS > 0 && deviceIds && deviceIds.length > FOLLOW_MAX)
+      throw new ToolError(`wait_s follows at most ${FOLLOW_MAX} pushes: name fewer devices, or follow their receipts (GET /pushes/<push_id>)`, {
+        code: 'INVALID_MESSAGE',
+      });
     try {
       if (deviceIds) {
-        const outcomes = await this.pushes.sayToEach(deviceIds, { text, interrupt, holdS }, { principal });
-        return { results: outcomes.map(pushOutcomeView) };
+        const results = (await this.pushes.sayToEach(deviceIds, { text, interrupt, holdS }, { principal })).map(pushOutcomeView);
+        return { results: waitS > 0 ? await followReceipts(this.receipts, results, waitS, context) : results };
       }
-      return receiptView(await this.pushes.say(deviceId!, { text, interrupt, holdS }, { principal }));
+      const result = receiptView(await this.pushes.say(deviceId!, { text, interrupt, holdS }, { principal }));
+      return waitS > 0 ? (await followReceipts(this.receipts, [result], waitS, context))[0] : result;
     } catch (error) {
       throw asToolError(error);
     }

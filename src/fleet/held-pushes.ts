@@ -42,8 +42,8 @@ export interface HeldPushes {
   next(to: HeldFor): Promise<HeldPush | undefined>;
   /** Takes `push` off, once delivered, if it is still the oldest (another connection of the device may have delivered it). */
   done(to: HeldFor, push: HeldPush): Promise<void>;
-  /** Drops everything held for the device (its id was released). */
-  drop(deviceId: string, owner: string): Promise<number>;
+  /** Drops everything held for the device (its id was released); what it dropped. */
+  drop(deviceId: string, owner: string): Promise<HeldPush[]>;
 }
 
 /** Pushes one instance keeps in memory at most, whoever asked: past it, holding needs Redis. */
@@ -88,11 +88,11 @@ export class MemoryHeldPushes implements HeldPushes {
     if (this.byDevice.get(key)?.[0]?.turnId === push.turnId) this.forget(key, push);
   }
 
-  async drop(deviceId: string, owner: string): Promise<number> {
+  async drop(deviceId: string, owner: string): Promise<HeldPush[]> {
     const key = keyOf({ deviceId, owner });
     const held = [...(this.byDevice.get(key) ?? [])];
     for (const push of held) this.forget(key, push);
-    return held.length;
+    return held;
   }
 
   /** `held` without the holds that ran out: a principal's count is of pushes still waiting. */
@@ -197,7 +197,7 @@ export class RedisHeldPushes implements HeldPushes {
     await this.redis.eval(DONE, 2, this.deviceKey(to), this.principalKey(push.by), push.turnId);
   }
 
-  async drop(deviceId: string, owner: string): Promise<number> {
+  async drop(deviceId: string, owner: string): Promise<HeldPush[]> {
     const key = this.deviceKey({ deviceId, owner });
     const held = (await this.redis.eval(TAKE_ALL, 1, key)) as string[];
     const pushes = held.map((serialized) => JSON.parse(serialized) as HeldPush);
@@ -206,7 +206,7 @@ export class RedisHeldPushes implements HeldPushes {
       for (const push of pushes) pipeline.zrem(this.principalKey(push.by), push.turnId);
       await pipeline.exec();
     }
-    return pushes.length;
+    return pushes;
   }
 
   /** `/` is outside the device id's alphabet, so no id and owner run into another's. */

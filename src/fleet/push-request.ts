@@ -64,6 +64,9 @@ export const TURN_BODY_SCHEMA = {
   errorMessage: { ...BODY_MESSAGES, required: { text: 'text is required' } },
 } as const;
 
+/** Longest `wait_s` of `device_say`: the call stays open at most this long. */
+export const DEVICE_SAY_MAX_WAIT_S = 300;
+
 /** The `device_say` tool's arguments: one device by `device_id`, or many by `device_ids`. */
 export const DEVICE_SAY_SCHEMA = {
   type: 'object',
@@ -71,6 +74,14 @@ export const DEVICE_SAY_SCHEMA = {
     device_id: DEVICE_ID_PROPERTY,
     device_ids: { ...DEVICES_PROPERTY, description: `${DEVICES_PROPERTY.description}, instead of device_id` },
     ...PUSH_PROPERTIES,
+    wait_s: {
+      type: 'number',
+      minimum: 0,
+      maximum: DEVICE_SAY_MAX_WAIT_S,
+      default: 0,
+      description:
+        "Keep the call open up to this many seconds, until each push's delivery receipt is final (spoken, interrupted, expired, refused); each change is reported as MCP progress when the call has a progress token, and the result gives every receipt's state",
+    },
   },
   required: ['text'],
   additionalProperties: false,

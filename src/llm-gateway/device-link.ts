@@ -7,7 +7,7 @@ import { QueueFullError } from '../core/ws/serial-queue';
 import { CLOSE_INTERNAL_ERROR } from '../core/ws/upgrade-router';
 import type { DeviceTool } from '../fleet/device-entry';
 import { deviceIdOf, deviceOwnerOf } from '../fleet/device-identity.guard';
-import type { DeviceLink, QueuedPush } from '../fleet/device-link';
+import { PUSH_CUT, type DeviceLink, type PushEnd, type QueuedPush } from '../fleet/device-link';
 import { LocalDevices } from '../fleet/local-devices';
 import { ClientToolsService } from './client-tools.service';
 import type { LlmConnection } from './llm-connection';
@@ -113,14 +113,25 @@ class LlmDeviceLink extends ConnectionDeviceLink {
     if (options.interrupt) for (const turn of [...state.turns.values()]) turn.cancel();
     const queue = this.connection.queue();
     const waiting = !queue.idle;
+    let started: Promise<void>;
     try {
-      return { waiting, started: queue.run(() => this.speak(turnId, text, options.reminderId)) };
+      started = queue.run(() => this.speak(turnId, text, options.reminderId));
     } catch (error) {
       throw busy(this.deviceId, error);
     }
+    // Its one final `llm_response` is the whole answer: written, it was spoken as this protocol says.
+    const finished = started.then(
+      (): PushEnd => ({ state: 'spoken' }),
+      (): PushEnd => ({ state: 'interrupted', reason: PUSH_CUT.disconnected }),
+    );
+    return { waiting, started, finished };
   }
 
-  /** Reached the device once its first frame (`processing`) is written. */
+  /**
+   * Reached the device once its first frame (`processing`) is written; spoken once its final
+   * `llm_response` is (the end of an answer in this protocol), interrupted when it ends otherwise
+   * (`cancelled`, an error, the connection gone).
+   */
   startTurn(turnId: string, text: string): QueuedPush {
     const waiting = !this.connection.queue().idle;
     let frames;
@@ -131,16 +142,26 @@ class LlmDeviceLink extends ConnectionDeviceLink {
     }
     let settle!: (sent: boolean) => void;
     const started = new Promise<void>((resolve, reject) => (settle = (sent) => (sent ? resolve() : reject(unheard(this.deviceId)))));
+    let end!: (how: PushEnd) => void;
+    const finished = new Promise<PushEnd>((resolve) => (end = resolve));
     let first = true;
+    let how: PushEnd = { state: 'interrupted', reason: PUSH_CUT.cancelled };
     cleanedTurn(frames, this.connection).subscribe({
       next: (frame) => {
         const sent = this.connection.send(frame);
         if (first) settle(sent);
         first = false;
+        if (!sent) how = { state: 'interrupted', reason: PUSH_CUT.disconnected };
+        else if (frame.type === 'llm_response' && frame.is_final) how = { state: 'spoken' };
+        else if (frame.type === 'error') how = { state: 'interrupted', reason: PUSH_CUT.failed };
+        else if (frame.type === 'status' && frame.status === 'cancelled') how = { state: 'interrupted', reason: PUSH_CUT.cancelled };
       },
-      complete: () => settle(false),
+      complete: () => {
+        settle(false);
+        end(first ? { state: 'interrupted', reason: PUSH_CUT.disconnected } : how);
+      },
     });
-    return { waiting, started };
+    return { waiting, started, finished };
   }
 
   /** A pushed sentence, in its turn: the answer, cleaned for speech as the connection asked, then `idle`; throws if the socket no longer takes the answer. */

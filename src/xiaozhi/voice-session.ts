@@ -14,6 +14,7 @@ import type { TurnStarter } from '../llm-gateway/turn-starter';
 import type { VoiceEvent } from '../metrics/metrics.service';
 import { BudgetExceededError } from '../core/budgets/budget-exceeded.error';
 import type { BudgetService } from '../core/budgets/budget.service';
+import { PUSH_CUT, type PushEnd } from '../fleet/device-link';
 import { emotionOf, NEUTRAL } from './emotions';
 import { frame } from './audio-framing';
 import type { XiaozhiConnection } from './xiaozhi-connection';
@@ -49,10 +50,13 @@ const DROPPED: [keyof VoiceInputCounters, VoiceEvent][] = [
 /**
  * One answer said aloud: `tts start`, then each sentence (`sentence_start` just before its first
  * audio frame, or alone when synthesis is off), then `tts stop` once its last frame is sent or
- * its speech was cut. Ends once, whatever ends it.
+ * its speech was cut. Ends once, whatever ends it, and says how: spoken only when its paced audio
+ * ended normally and `tts stop` went out.
  */
 class SpokenAnswer {
-  private ended?: Promise<void>;
+  private ended?: Promise<PushEnd>;
+  /** Why it was cut, when it was. */
+  private cutFor?: string;
 
   constructor(
     private readonly session: VoiceSession,
@@ -70,13 +74,14 @@ class SpokenAnswer {
     else this.session.send({ type: 'tts', state: 'sentence_start', text: sentence });
   }
 
-  /** No more sentences: resolves once the last is sent (or cut), after `tts stop`. */
-  finish(): Promise<void> {
+  /** No more sentences: resolves once the last is sent (or cut), after `tts stop`, with how it ended. */
+  finish(): Promise<PushEnd> {
     return (this.ended ??= this.stop(() => this.output?.end()));
   }
 
   /** Stops now, whether or not its last sentence was said: nothing more is sent but `tts stop`; the text the device got, for the history. */
-  cut(): string {
+  cut(reason: string): string {
+    this.cutFor ??= reason;
     void this.output?.abort();
     this.ended ??= this.stop(() => undefined);
     return (this.output?.report() ?? [])
@@ -85,11 +90,16 @@ class SpokenAnswer {
       .join(' ');
   }
 
-  private async stop(end: () => void): Promise<void> {
+  private async stop(end: () => void): Promise<PushEnd> {
     end();
-    await this.output?.finished;
-    this.session.send({ type: 'tts', state: 'stop' });
+    const summary = await this.output?.finished;
+    const stopped = this.session.send({ type: 'tts', state: 'stop' });
     this.session.answerOver(this);
+    if (this.cutFor !== undefined) return { state: 'interrupted', reason: this.cutFor };
+    // Aborted without a cut: the session closed under it.
+    if (!stopped || summary?.outcome === 'aborted') return { state: 'interrupted', reason: PUSH_CUT.disconnected };
+    if (summary?.outcome === 'failed') return { state: 'interrupted', reason: PUSH_CUT.failed };
+    return { state: 'spoken' };
   }
 }
 
@@ -157,12 +167,12 @@ export class VoiceSession {
 
   /** The wake word was heard (`listen detect`): whatever is being said stops, as the firmware's own abort asks. */
   wakeWord(): void {
-    this.cutSpeech();
+    this.cutSpeech(PUSH_CUT.abort);
   }
 
   /** `abort`: stop speaking now; the turn is cancelled with what the device got as its answer. */
   abort(): void {
-    this.cutSpeech();
+    this.cutSpeech(PUSH_CUT.abort);
   }
 
   /** One Opus packet from the device. */
@@ -187,36 +197,44 @@ export class VoiceSession {
 
   /**
    * Says `text` in its turn: after the turn in flight (or at once, with `interrupt`, which cuts
-   * it). `started` settles once `tts start` went out.
+   * it). `started` settles once `tts start` went out, `finished` once `tts stop` did (or it was
+   * never said), with how it ended.
    */
-  say(text: string, interrupt: boolean): SpeechStart & { waiting: boolean } {
-    if (interrupt) this.cutSpeech();
+  say(text: string, interrupt: boolean): SpeechStart & { waiting: boolean; finished: Promise<PushEnd> } {
+    if (interrupt) this.cutSpeech(PUSH_CUT.newerPush);
     const queue = this.connection.queue();
     const waiting = !queue.idle;
     let settle!: (sent: boolean) => void;
     const started = new Promise<void>((resolve, reject) => (settle = (sent) => (sent ? resolve() : reject(new Error('disconnected')))));
+    let end!: (how: PushEnd) => void;
+    const finished = new Promise<PushEnd>((resolve) => (end = resolve));
+    const unsaid = () => {
+      settle(false);
+      end({ state: 'interrupted', reason: PUSH_CUT.disconnected });
+    };
     queue
       .run(async () => {
-        if (!this.connection.isOpen || this.closed) return settle(false);
+        if (!this.connection.isOpen || this.closed) return unsaid();
         const answer = this.beginAnswer(undefined);
         settle(true);
         answer.say(text);
-        await answer.finish();
+        end(await answer.finish());
       })
-      .catch(() => settle(false));
-    return { waiting, started };
+      .catch(unsaid);
+    return { waiting, started, finished };
   }
 
   /**
    * A turn of the engine for what the user said (or a pushed turn): its sentences are spoken as
    * the model writes them, and it is answered once they have been.
    */
-  startTurn(text: string, options: { turnId?: string; origin?: 'push' } = {}): Turn {
+  startTurn(text: string, options: { turnId?: string; origin?: 'push'; ended?: (how: PushEnd) => void } = {}): Turn {
     let answer: SpokenAnswer | undefined;
+    let failed = false;
     const turn: Turn = this.context.turns.start(
       this.connection,
       { type: 'text_input', text, ...(options.turnId !== undefined && { turn_id: options.turnId }) },
-      { interrupt: false, origin: options.origin, untilSpoken: () => answer?.finish() ?? Promise.resolve() },
+      { interrupt: false, origin: options.origin, untilSpoken: async () => void (await answer?.finish()) },
     );
     // The face is the first sentence's: its emoji's, or neutral (it is shown as the answer begins, not after it).
     let emotionSent = false;
@@ -233,14 +251,18 @@ export class VoiceSession {
           answer ??= this.beginAnswer(turn);
           answer.say(frame.content.trim());
         } else if (frame.type === 'error') {
+          failed = true;
           this.context.count('turn_failed');
           this.alert('error', frame.message, 'sad');
           void answer?.finish();
         }
       },
       complete: () => {
-        void answer?.finish();
-        if (!answer) this.answerOver(undefined);
+        if (answer) void answer.finish().then((how) => options.ended?.(failed ? { state: 'interrupted', reason: PUSH_CUT.failed } : how));
+        else {
+          this.answerOver(undefined);
+          options.ended?.({ state: 'interrupted', reason: failed ? PUSH_CUT.failed : PUSH_CUT.cancelled });
+        }
       },
     });
     return turn;
@@ -287,14 +309,14 @@ export class VoiceSession {
     return answer;
   }
 
-  /** Stops what is being said; the turn it answers is cancelled with what was spoken of it. */
-  private cutSpeech(): void {
+  /** Stops what is being said (`reason`: why, for its receipt); the turn it answers is cancelled with what was spoken of it. */
+  private cutSpeech(reason: string): void {
     const answer = this.speaking;
     if (!answer) {
       for (const turn of this.connection.state.turns.values()) turn.cancel('');
       return;
     }
-    const spoken = answer.cut();
+    const spoken = answer.cut(reason);
     answer.turn?.cancel(spoken);
   }
 
@@ -341,7 +363,7 @@ export class VoiceSession {
       case 'speech-start':
         if (this.mode === 'realtime' && (this.speaking || this.connection.state.turns.size > 0)) {
           this.context.count('barge_in');
-          this.cutSpeech();
+          this.cutSpeech(PUSH_CUT.bargeIn);
         }
         return;
       case 'utterance-end':

@@ -1,7 +1,7 @@
 import { firstValueFrom } from 'rxjs';
 import { languageOfText } from '../assistant/speech/spoken-forms';
 import { cleanForSpeech } from '../assistant/speech/clean-for-speech';
-import type { QueuedPush } from '../fleet/device-link';
+import { PUSH_CUT, type PushEnd, type QueuedPush } from '../fleet/device-link';
 import type { ClientToolsService } from '../llm-gateway/client-tools.service';
 import { busy, ConnectionDeviceLink, unheard } from '../llm-gateway/device-link';
 import type { VoiceSession } from './voice-session';
@@ -29,19 +29,21 @@ export class XiaozhiDeviceLink extends ConnectionDeviceLink<XiaozhiConnection> {
 
   say(_turnId: string, text: string, options: { interrupt?: boolean }): QueuedPush {
     try {
-      const { waiting, started } = this.voice.say(cleanForSpeech(text, languageOfText(text)), options.interrupt ?? false);
-      return { waiting, started: started.catch(() => Promise.reject(unheard(this.deviceId))) };
+      const { waiting, started, finished } = this.voice.say(cleanForSpeech(text, languageOfText(text)), options.interrupt ?? false);
+      return { waiting, started: started.catch(() => Promise.reject(unheard(this.deviceId))), finished };
     } catch (error) {
       throw busy(this.deviceId, error);
     }
   }
 
-  /** Reached the device once the turn begins (it answers aloud; its first words follow once the model writes them). */
+  /** Reached the device once the turn begins (it answers aloud; its first words follow once the model writes them); finished once its answer's `tts stop` went out. */
   startTurn(turnId: string, text: string): QueuedPush {
     const waiting = !this.connection.queue().idle;
+    let end!: (how: PushEnd) => void;
+    const finished = new Promise<PushEnd>((resolve) => (end = resolve));
     let turn;
     try {
-      turn = this.voice.startTurn(text, { turnId, origin: 'push' });
+      turn = this.voice.startTurn(text, { turnId, origin: 'push', ended: end });
     } catch (error) {
       throw busy(this.deviceId, error);
     }
@@ -51,6 +53,8 @@ export class XiaozhiDeviceLink extends ConnectionDeviceLink<XiaozhiConnection> {
       },
       () => Promise.reject(unheard(this.deviceId)),
     );
-    return { waiting, started };
+    // A turn that never began (the connection closed while it waited) ends with its frames, unsaid.
+    void started.catch(() => end({ state: 'interrupted', reason: PUSH_CUT.disconnected }));
+    return { waiting, started, finished };
   }
 }

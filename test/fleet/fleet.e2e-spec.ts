@@ -275,9 +275,9 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(pushed.status).toBe(200);
     // fan-1 once though named twice; the stranger's fan-3 is not matched; nobody-9 is offline.
     expect(pushed.body.results).toEqual([
-      { device: 'fan-1', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
-      { device: 'fan-2', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
-      { device: 'nobody-9', error: { code: 'DEVICE_OFFLINE', message: 'Device "nobody-9" is not connected' } },
+      { device: 'fan-1', push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'fan-2', push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'nobody-9', push_id: expect.stringMatching(/^push-/), error: { code: 'DEVICE_OFFLINE', message: 'Device "nobody-9" is not connected' } },
     ]);
     for (const [index, speaker] of speakers.entries()) {
       expect(await speaker.next()).toMatchObject({
@@ -290,7 +290,7 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     }
     // A glob reaches only the caller's devices: the stranger's fan-3 alone.
     expect((await post(stack, '/devices/say', STRANGER, { devices: ['fan-*'], text: 'Mine.' })).body.results).toEqual([
-      { device: 'fan-3', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'fan-3', push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
     ]);
     // A glob that matches nothing is an empty answer, not an error.
     expect(await post(stack, '/devices/say', OWNER, { devices: ['nothing-*'], text: 'Hello?' })).toMatchObject({ status: 200, body: { results: [] } });
@@ -309,8 +309,8 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(waiting.map((answer) => answer.body.delivered)).toEqual(Array(8).fill('queued'));
     const pushed = await post(stack, '/devices/say', OWNER, { devices: ['fan-held-1', 'fan-busy-1'], text: 'Later.', hold_s: 60 });
     expect(pushed.body.results).toEqual([
-      { device: 'fan-held-1', delivered: 'held', turn_id: expect.stringMatching(/^push-/) },
-      { device: 'fan-busy-1', error: { code: 'DEVICE_BUSY', message: expect.any(String) } },
+      { device: 'fan-held-1', push_id: expect.stringMatching(/^push-/), delivered: 'held', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'fan-busy-1', push_id: expect.stringMatching(/^push-/), error: { code: 'DEVICE_BUSY', message: expect.any(String) } },
     ]);
   });
 
@@ -325,7 +325,7 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     expect(await fanOut).toEqual({ status: 200, body: { results: [] } });
     // The same glob that matches, matches.
     expect((await post(stack, '/devices/say', OWNER, { devices: ['a*a*a*a*a*a*a*a*a*a'], text: 'You.' })).body.results).toEqual([
-      { device: longest, delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: longest, push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
     ]);
   });
 
@@ -477,9 +477,9 @@ describe('Fleet on one instance: devices reachable by agents, pushes, identity',
     const many = await agent.callTool({ name: 'device_say', arguments: { device_ids: ['tool-say-*', 'nobody-2'], text: 'To all of you.' } });
     expect(many.isError).toBeFalsy();
     expect(JSON.parse((many.content as { text: string }[])[0].text).results).toEqual([
-      { device: 'tool-say-1', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
-      { device: 'tool-say-2', delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
-      { device: 'nobody-2', error: { code: 'DEVICE_OFFLINE', message: expect.any(String) } },
+      { device: 'tool-say-1', push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'tool-say-2', push_id: expect.stringMatching(/^push-/), delivered: 'spoken', turn_id: expect.stringMatching(/^push-/) },
+      { device: 'nobody-2', push_id: expect.stringMatching(/^push-/), error: { code: 'DEVICE_OFFLINE', message: expect.any(String) } },
     ]);
     for (const listener of [speaker, second])
       expect(await listener.until('llm_response')).toContainEqual(expect.objectContaining({ content: 'To all of you.' }));

@@ -1,5 +1,5 @@
 import { Subject } from 'rxjs';
-import type { DevicePush, FleetCaller, PushReceipt, ReleasedDevice, SayRequest } from '../../src/fleet/device-push';
+import type { DevicePush, FleetCaller, GivenUpPush, PushReceipt, ReleasedDevice, SayRequest } from '../../src/fleet/device-push';
 
 /** One push a {@link FakeDevicePush} was asked for. */
 export interface RecordedPush {
@@ -45,6 +45,13 @@ export class FakeDevicePush implements DevicePush {
 
   /** Device ids to tell as released (`released.next(...)`). */
   readonly released = new Subject<ReleasedDevice>();
+  /** The pushes given up (`expire`), with who gave them up. */
+  readonly expired: { push: GivenUpPush; caller: FleetCaller }[] = [];
+
+  async expire(push: GivenUpPush, caller: FleetCaller): Promise<void> {
+    this.expired.push({ push: { ...push }, caller: { ...caller } });
+  }
+
   /** Until when each device's id was kept for what is pending, as the reminders asked. */
   readonly kept = new Map<string, number>();
 

@@ -22,8 +22,39 @@ describe('ReminderDelivery', () => {
   it('pushes in the name of who set the reminder, held for its device for holdS', async () => {
     await delivery(3600).deliver(reminder, signal);
     expect(push.pushes).toEqual([
-      expect.objectContaining({ deviceId: 'kitchen', request: { text: 'Tea', reminderId: reminder.id, holdS: 3600 }, caller: { principal: 'alice' } }),
+      expect.objectContaining({
+        deviceId: 'kitchen',
+        request: { text: 'Tea', reminderId: reminder.id, holdS: 3600, pushId: `reminder-${reminder.id}` },
+        caller: { principal: 'alice' },
+      }),
     ]);
+  });
+
+  it('does not hold a reminder set not to be delivered when its device is back: offline, its receipt expires', async () => {
+    push.behaviour = () => new GatewayError('DEVICE_OFFLINE', 'offline');
+    await delivery(3600, [1]).deliver({ ...reminder, deliverWhenOnline: false }, signal);
+    expect(push.pushes.map(({ request }) => request.holdS)).toEqual([0]);
+    expect(push.expired).toEqual([
+      { push: { deviceId: 'kitchen', pushId: `reminder-${reminder.id}`, reminderId: reminder.id, reason: 'DEVICE_OFFLINE' }, caller: { principal: 'alice' } },
+    ]);
+  });
+
+  it('marks the receipt of every reminder it gives up expired, with why: too late, or refused after its retries', async () => {
+    now = dueAt + 3601_000;
+    await delivery(3600).deliver(reminder, signal);
+    push.behaviour = () => new GatewayError('DEVICE_BUSY', 'busy');
+    now = dueAt;
+    await delivery(3600, [1, 1]).deliver(reminder, signal);
+    expect(push.pushes).toHaveLength(3);
+    expect(push.expired.map(({ push: given }) => [given.pushId, given.reason])).toEqual([
+      [`reminder-${reminder.id}`, 'late'],
+      [`reminder-${reminder.id}`, 'DEVICE_BUSY'],
+    ]);
+  });
+
+  it('gives a spoken reminder no expiry', async () => {
+    await delivery(3600).deliver(reminder, signal);
+    expect(push.expired).toEqual([]);
   });
 
   it('counts the time it was late against its hold, and drops it once the hold is spent', async () => {

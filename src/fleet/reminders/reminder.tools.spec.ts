@@ -55,7 +55,10 @@ describe('reminder tools (in memory)', () => {
       device_id: 'kitchen',
       due_at: expect.stringMatching(OFFSET),
       text: 'Tea is ready.',
+      push_id: expect.stringMatching(/^reminder-rem_[0-9a-f]{16}$/),
+      deliver_when_online: true,
     });
+    expect(set.push_id).toBe(`reminder-${set.id}`);
     expect(push.pushes).toHaveLength(0);
     const [pushed] = await push.waitForPushes(1, 3000);
     expect(pushed.at - started).toBeGreaterThanOrEqual(290);

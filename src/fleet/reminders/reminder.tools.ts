@@ -7,6 +7,7 @@ import { ToolError } from '../../core/tools/tool-error';
 import { BuiltinTool } from '../../core/tools/tool.decorator';
 import { DEVICE_PUSH, DevicePush } from '../device-push';
 import { LATE_GRACE_S } from './reminder-delivery';
+import { reminderPushId } from '../receipts/push-state';
 import {
   isReminderId,
   newReminderId,
@@ -42,6 +43,10 @@ export interface ReminderView {
   /** When it falls due, in `DEFAULT_TIMEZONE` (ISO 8601 with offset). */
   due_at: string;
   text: string;
+  /** The id of its push's delivery receipt (`GET /pushes/<push_id>`), there once it falls due. */
+  push_id: string;
+  /** Whether an offline device gets it at its next connection (within the reminders' hold), rather than missing it. */
+  deliver_when_online: boolean;
 }
 
 const REMINDER_VIEW_SCHEMA = {
@@ -51,8 +56,10 @@ const REMINDER_VIEW_SCHEMA = {
     device_id: { type: 'string' },
     due_at: { type: 'string' },
     text: { type: 'string' },
+    push_id: { type: 'string' },
+    deliver_when_online: { type: 'boolean' },
   },
-  required: ['id', 'device_id', 'due_at', 'text'],
+  required: ['id', 'device_id', 'due_at', 'text', 'push_id', 'deliver_when_online'],
 } as const;
 
 interface SetReminderArguments {
@@ -60,6 +67,7 @@ interface SetReminderArguments {
   in_s?: number;
   text: string;
   device_id?: string;
+  deliver_when_online?: boolean;
 }
 
 /**
@@ -117,6 +125,12 @@ export class ReminderTools implements OnModuleDestroy {
           examples: ["It's seven o'clock: time to call mum."],
         },
         device_id: DEVICE_ID_SCHEMA,
+        deliver_when_online: {
+          type: 'boolean',
+          default: true,
+          description:
+            "If the device is offline when the reminder falls due: true, say it when the device connects again (within the gateway's reminder hold); false, give it up. Either way its receipt (push_id) ends with a state.",
+        },
       },
       required: ['text'],
       additionalProperties: false,
@@ -128,13 +142,21 @@ export class ReminderTools implements OnModuleDestroy {
     ],
     tags: ['time', 'reminder', 'device'],
   })
-  async setReminder({ at, in_s, text, device_id }: SetReminderArguments, context: ToolCallContext): Promise<ReminderView> {
+  async setReminder({ at, in_s, text, device_id, deliver_when_online }: SetReminderArguments, context: ToolCallContext): Promise<ReminderView> {
     const deviceId = await this.deviceOf(device_id, context);
     const spoken = text.trim();
     if (spoken.length === 0) throw new ToolError('text must say something');
     const now = Date.now();
     const dueAt = this.dueTime(at, in_s, now);
-    const reminder: Reminder = { id: newReminderId(), deviceId, principal: context.principal, text: spoken, dueAt, createdAt: now };
+    const reminder: Reminder = {
+      id: newReminderId(),
+      deviceId,
+      principal: context.principal,
+      text: spoken,
+      dueAt,
+      createdAt: now,
+      ...(deliver_when_online === false && { deliverWhenOnline: false }),
+    };
     try {
       await this.scheduler.schedule(reminder);
       // The device's id stays its owner's until the reminder is spoken or given up.
@@ -258,8 +280,8 @@ export class ReminderTools implements OnModuleDestroy {
     return Math.max(dueAt, now);
   }
 
-  private view({ id, deviceId, dueAt, text }: Reminder): ReminderView {
-    return { id, device_id: deviceId, due_at: this.iso(dueAt), text };
+  private view({ id, deviceId, dueAt, text, deliverWhenOnline }: Reminder): ReminderView {
+    return { id, device_id: deviceId, due_at: this.iso(dueAt), text, push_id: reminderPushId(id), deliver_when_online: deliverWhenOnline !== false };
   }
 
   private iso(moment: number): string {

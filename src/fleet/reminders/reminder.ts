@@ -12,6 +12,12 @@ export interface Reminder {
   /** When it falls due, in ms since the epoch. */
   dueAt: number;
   createdAt: number;
+  /**
+   * If its device is offline when it falls due: `false` gives it up at once (its receipt says
+   * `expired`); otherwise (absent too) it is spoken at the device's next connection within the
+   * reminders' hold (`FLEET_REMINDER_HOLD_S`), else it expires.
+   */
+  deliverWhenOnline?: boolean;
 }
 
 /** The settings of reminders (see the module's factory for where they come from). */
