@@ -68,7 +68,18 @@ import { PushesController } from './receipts/pushes.controller';
     ...ACTIVATION_PROVIDERS,
   ],
   controllers: [DevicesController, DeviceBudgetsController, RolloutsController, ActivationController, PushesController],
-  exports: [LocalDevices, Reachability, DevicePushes, DEVICE_PUSH, DeviceIdentityGuard, DeviceToolCatalogue, FLEET_STORES, DeviceRollouts, ActivationService, PushReceipts],
+  exports: [
+    LocalDevices,
+    Reachability,
+    DevicePushes,
+    DEVICE_PUSH,
+    DeviceIdentityGuard,
+    DeviceToolCatalogue,
+    FLEET_STORES,
+    DeviceRollouts,
+    ActivationService,
+    PushReceipts,
+  ],
 })
 export class FleetModule {
   constructor(checks: HealthChecks, indicators: HealthIndicatorService, @Inject(FLEET_STORES) stores: FleetStores, local: LocalDevices, state: GatewayState) {

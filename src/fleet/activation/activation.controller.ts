@@ -1,5 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedRequest } from '../../core/auth/bearer-auth.guard';
+import { BEARER_SCHEME, ERROR_BODY_SCHEMA, openApiSchema } from '../../core/http/openapi';
 import { AccessTokenService } from '../../core/auth/access-token.service';
 import { hasFullAccess } from '../../core/auth/grant';
 import { GatewayError, GatewayErrorCode } from '../../core/errors/gateway-error';
@@ -31,6 +33,9 @@ const activatorOf = (request: AuthenticatedRequest): Activator => ({ principal: 
  * full-access token) provisions a serial-number device's HMAC key. Errors are
  * `{"error": {"code", "message"}}`: a wrong code is always `404 NOT_FOUND`, a limit `429 RATE_LIMITED`.
  */
+@ApiTags('devices')
+@ApiBearerAuth(BEARER_SCHEME)
+@ApiResponse({ status: 404, description: "NOT_FOUND: a wrong, spent or expired code, or a device that is not the caller's", schema: ERROR_BODY_SCHEMA })
 @Controller('devices')
 export class ActivationController {
   constructor(
@@ -38,6 +43,9 @@ export class ActivationController {
     private readonly tokens: AccessTokenService,
   ) {}
 
+  @ApiOperation({ summary: 'Binds the device that speaks this code to the caller (XIAOZHI_ACTIVATION=required)' })
+  @ApiBody({ schema: openApiSchema(ACTIVATE_BODY_SCHEMA) })
+  @ApiResponse({ status: 429, description: 'RATE_LIMITED: too many attempts (Retry-After)', schema: ERROR_BODY_SCHEMA })
   @Post('activate')
   @HttpCode(200)
   async activate(@Body(new SchemaValidationPipe(ACTIVATE_BODY_SCHEMA)) body: { code: string }, @Req() request: AuthenticatedRequest) {
@@ -45,6 +53,7 @@ export class ActivationController {
     return { device: deviceId, bound: true };
   }
 
+  @ApiOperation({ summary: "The device's next configuration answer carries a new secret" })
   @Post(':id/credential/rotate')
   @HttpCode(200)
   async rotate(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
@@ -52,6 +61,7 @@ export class ActivationController {
     return { device: id, rotation: 'at its next configuration request' };
   }
 
+  @ApiOperation({ summary: "Drops the device's secret and closes its connections on every replica" })
   @Post(':id/credential/revoke')
   @HttpCode(200)
   async revoke(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
@@ -59,6 +69,7 @@ export class ActivationController {
     return { device: id, revoked: true };
   }
 
+  @ApiOperation({ summary: 'Ends the binding: the secret goes and the id is free once the device is offline' })
   @Post(':id/unbind')
   @HttpCode(200)
   async unbind(@Param('id') id: string, @Req() request: AuthenticatedRequest) {
@@ -66,6 +77,9 @@ export class ActivationController {
     return { device: id, unbound: true };
   }
 
+  @ApiOperation({ summary: "Provisions a serial-number device's HMAC key (a full-access token)" })
+  @ApiBody({ schema: openApiSchema(KEY_BODY_SCHEMA) })
+  @ApiResponse({ status: 403, description: 'FORBIDDEN: not a full-access token', schema: ERROR_BODY_SCHEMA })
   @Put(':id/activation-key')
   @HttpCode(200)
   async setKey(@Param('id') id: string, @Body(new SchemaValidationPipe(KEY_BODY_SCHEMA)) body: { key: string }, @Req() request: AuthenticatedRequest) {
