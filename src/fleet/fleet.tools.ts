@@ -5,7 +5,7 @@ import { ToolError } from '../core/tools/tool-error';
 import { BuiltinTool } from '../core/tools/tool.decorator';
 import { pushOutcomeView, receiptView } from './device-push';
 import { DevicePushes } from './device-pushes';
-import { DEVICE_SAY_MAX_WAIT_S, DEVICE_SAY_SCHEMA, PushBody } from './push-request';
+import { DEVICE_SAY_MAX_WAIT_S, DEVICE_SAY_SCHEMA, PushBody, ONE_DEVICE_SCHEMA } from './push-request';
 import { followReceipts } from './receipts/follow-receipts';
 import { FOLLOW_MAX, PushReceipts } from './receipts/push-receipts';
 
@@ -62,14 +62,7 @@ export class FleetTools {
     presentation: { title: 'Release a device id', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false } },
     description:
       'Gives up a device id you own while the device is offline (you sold or replaced it): pushes held for it are dropped, its reminders cancelled, and another account may then connect as that id.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        device_id: { type: 'string', minLength: 1, maxLength: 62, description: 'The device, as it named itself (Device-Id)', examples: ['kitchen-speaker'] },
-      },
-      required: ['device_id'],
-      additionalProperties: false,
-    },
+    inputSchema: ONE_DEVICE_SCHEMA,
   })
   async release({ device_id: deviceId }: { device_id: string }, { principal }: ToolCallContext) {
     try {

@@ -26,6 +26,14 @@ const DEVICE_ID_PROPERTY = {
   examples: ['kitchen-speaker'],
 } as const;
 
+/** The arguments of a tool about one device: `{"device_id"}`. */
+export const ONE_DEVICE_SCHEMA = {
+  type: 'object',
+  properties: { device_id: DEVICE_ID_PROPERTY },
+  required: ['device_id'],
+  additionalProperties: false,
+} as const;
+
 const DEVICES_PROPERTY = {
   type: 'array',
   minItems: 1,

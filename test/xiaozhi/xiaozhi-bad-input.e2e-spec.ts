@@ -1,8 +1,7 @@
 /** @jest-environment ./test/support/native-typed-arrays.environment.js */
+import { settledMemory } from '../support/settled-memory';
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'crypto';
-import { setFlagsFromString } from 'v8';
-import { runInNewContext } from 'vm';
 import { ConnectionRegistry } from '../../src/core/ws/connection-registry';
 import type { VoiceEvent } from '../../src/metrics/metrics.service';
 import type { XiaozhiConnection } from '../../src/xiaozhi/xiaozhi-connection';
@@ -554,18 +553,6 @@ function metricValue(text: string, name: string, labels: Record<string, string>)
     if (match[2].split(',').sort().join(',') === wanted) return Number(match[3]);
   }
   return 0;
-}
-
-let gc: (() => void) | undefined;
-/** Heap and buffers in use once garbage is collected: what the gateway keeps, not what it has yet to free. */
-function settledMemory(): number {
-  if (!gc) {
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-  }
-  gc();
-  const { heapUsed, external } = process.memoryUsage();
-  return heapUsed + external;
 }
 
 function silence(frames: number): Uint8Array[] {
