@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'crypto';
 import type Redis from 'ioredis';
 import { bearer, eventually, getJson, mcpAgent, postJson } from '../support/fleet-client';
 import { inspector, removeKeys, TEST_REDIS_URL, uniquePrefix } from '../support/redis';
+import { sine } from '../support/scripted-speech-server';
 import { TestSocket, UpgradeRefused } from '../support/test-socket';
 import { MqttXiaozhiDevice } from '../support/xiaozhi/mqtt-device';
 import { XiaozhiConnectionError, XiaozhiDevice, XiaozhiDeviceOptions } from '../support/xiaozhi/xiaozhi-device';
@@ -164,6 +165,62 @@ describe('xiaozhi device activation across replicas', () => {
     expect([401, 403]).toContain(mcp.status);
     expect(await refusal(TestSocket.open(b.gateway.ws('/'), { headers: { ...bearer(secret), 'Device-Id': id } }))).toBe(403);
   }, 30_000);
+
+  it("goes on, once bound, to its group's firmware, a push whose receipt reaches spoken, and a budget that stops its spending", async () => {
+    const device = newDevice();
+    const id = device.identity.deviceId;
+    await activated(device);
+    const outside = newDevice();
+    await activated(outside);
+
+    // A firmware of the owner's, rolled out to this device alone: offered to it, not to the other.
+    const firmware = await postJson(b.gateway, '/fleet/firmware', OWNER_TOKEN, { version: '9.9.9', url: 'https://firmware.example/box.bin', boards: ['*'] });
+    expect(firmware.status).toBe(201);
+    const rollout = await postJson(b.gateway, '/fleet/rollouts', OWNER_TOKEN, { firmware_id: firmware.body.id, devices: [id] });
+    expect(rollout.status).toBe(201);
+    await eventually(async () => (await device.requestConfiguration(otaOf(a))).body.firmware?.version === '9.9.9', 5000, 'the rollout offered on A');
+    expect((await outside.requestConfiguration(otaOf(a))).body.firmware).toBeUndefined();
+
+    // A push made on B to the device on A: its receipt reaches spoken once A's tts stop went out, on both replicas.
+    await device.connect(sessionOf(a));
+    await eventually(async () => (await getJson(b.gateway, `/devices/${id}`, OWNER_TOKEN)).status === 200, 5000, 'the device listed on B');
+    a.tts.reply({ samples: sine(440, 0.3, 24_000) });
+    const said = await postJson(b.gateway, `/devices/${id}/say`, OWNER_TOKEN, { text: 'Dinner is ready.' });
+    expect(said.body).toMatchObject({ push_id: expect.stringMatching(/^push-/) });
+    await device.next('tts', (message) => message.state === 'stop', 10_000);
+    for (const stack of [b, a])
+      await eventually(async () => (await getJson(stack.gateway, `/pushes/${said.body.push_id}`, OWNER_TOKEN)).body.state === 'spoken', 5000, 'spoken');
+    expect((await getJson(b.gateway, `/pushes/${said.body.push_id}`, STRANGER_TOKEN)).status).toBe(404);
+
+    // A budget of synthesized characters that one answer spends: the next turn gets an alert, and no model call.
+    expect(
+      (
+        await fetch(b.gateway.http(`/devices/${id}/budget`), {
+          method: 'PUT',
+          headers: { ...bearer(OWNER_TOKEN), 'Content-Type': 'application/json' },
+          body: JSON.stringify({ tts_chars_per_day: 20 }),
+        })
+      ).status,
+    ).toBe(200);
+    a.stt.reply({ text: 'hello' }, { text: 'hello again' });
+    a.llm.reply({ text: 'Hi there, I am here.' });
+    a.tts.reply({ samples: sine(440, 0.3, 24_000) });
+    const asked = a.llm.requests.length;
+    device.listen('auto');
+    await device.say('hello');
+    await device.next('tts', (message) => message.state === 'stop', 10_000);
+    await device.waitForState('listening', 5000);
+    await device.say('hello again');
+    expect(await device.next<any>('alert', undefined, 10_000)).toMatchObject({
+      message: expect.stringMatching(/budget of 20 synthesized characters is spent/),
+    });
+    expect(a.llm.requests.length).toBe(asked + 1);
+    const usage = await getJson(b.gateway, `/devices/${id}/usage`, OWNER_TOKEN);
+    expect(usage.body.usage.tts_chars.day).toMatchObject({ limit: 20, remaining: 0 });
+    // At most one request over: the push and the answer, each charged whole once it was allowed.
+    expect(usage.body.usage.tts_chars.day.used).toBeLessThanOrEqual(20 + 'Hi there, I am here.'.length);
+    expect((await getJson(b.gateway, `/devices/${id}/usage`, STRANGER_TOKEN)).status).toBe(404);
+  }, 60_000);
 
   it("binds through the activate_device tool of an MCP agent, in the caller's name", async () => {
     const device = newDevice();
