@@ -118,6 +118,6 @@ describe('LiteMCP over HTTP with auth on', () => {
   it('leaves /health open for load balancers', async () => {
     const response = await fetch(gateway.http('/health'));
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'ok', info: { tools: { status: 'up', count: 17 } } });
+    expect(await response.json()).toMatchObject({ status: 'ok', info: { tools: { status: 'up', count: 23 } } });
   });
 });
