@@ -17,6 +17,7 @@ import type { BudgetService } from '../core/budgets/budget.service';
 import { PUSH_CUT, type PushEnd } from '../fleet/device-link';
 import { emotionOf, NEUTRAL } from './emotions';
 import { frame } from './audio-framing';
+import { audioTransportOf } from './audio-transport';
 import type { XiaozhiConnection } from './xiaozhi-connection';
 import type { XiaozhiServerMessage } from './xiaozhi-messages';
 
@@ -93,6 +94,7 @@ class SpokenAnswer {
   private async stop(end: () => void): Promise<PushEnd> {
     end();
     const summary = await this.output?.finished;
+    if (summary?.outcome === 'played' && this.cutFor === undefined) await this.session.audioSettled();
     const stopped = this.session.send({ type: 'tts', state: 'stop' });
     this.session.answerOver(this);
     if (this.cutFor !== undefined) return { state: 'interrupted', reason: this.cutFor };
@@ -146,6 +148,12 @@ export class VoiceSession {
   /** Sends a message of the session, its `session_id` added. */
   send(message: Unaddressed<XiaozhiServerMessage>): boolean {
     return this.connection.send({ session_id: this.connection.state.helloSessionId, ...message });
+  }
+
+  /** Resolves once the audio sent last can no longer be overtaken by a message sent now: at once where both share one channel. */
+  audioSettled(): Promise<void> {
+    const skewMs = this.audioSkewMs;
+    return skewMs > 0 ? new Promise((resolve) => setTimeout(resolve, skewMs)) : Promise.resolve();
   }
 
   /** `listen start`: the microphone is on, in `mode`. */
@@ -285,6 +293,11 @@ export class VoiceSession {
     this.output = undefined;
   }
 
+  /** How far audio and messages may overtake each other (`AudioTransport.audioSkewMs`); 0 on a WebSocket. */
+  private get audioSkewMs(): number {
+    return audioTransportOf(this.connection)?.audioSkewMs ?? 0;
+  }
+
   private get deviceName(): string {
     return this.connection.state.deviceId ?? this.connection.id;
   }
@@ -353,6 +366,7 @@ export class VoiceSession {
       synthesizer: meteredSynthesizer(synthesizer, this.meter),
       send: (packet) => this.connection.sendBinary(frame(this.connection.state.framing, packet, Math.round(performance.now() - this.startedAt))),
       onEvent: (event) => this.spoke(event),
+      firstFrameDelayMs: this.audioSkewMs,
     });
     return this.output;
   }

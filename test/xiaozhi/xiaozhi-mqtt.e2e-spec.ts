@@ -37,8 +37,8 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     await stack?.close();
   });
 
-  async function boot(deviceId: string): Promise<MqttXiaozhiDevice> {
-    const device = new MqttXiaozhiDevice({ deviceId });
+  async function boot(deviceId: string, options: { mainLoopDelayMs?: number } = {}): Promise<MqttXiaozhiDevice> {
+    const device = new MqttXiaozhiDevice({ deviceId, ...options });
     devices.push(device);
     const answer = await device.requestConfiguration(stack.gateway.http('/xiaozhi/ota/'));
     expect(answer.status).toBe(200);
@@ -119,6 +119,28 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     expect(await said.json()).toMatchObject({ delivered: 'spoken' });
     await device.next('tts', (message: any) => message.state === 'sentence_start' && message.text === 'Dinner is ready.', 5000);
     await waitFor(() => device.audio.length >= heard + 9);
+    expect(device.audioWhileNotSpeaking).toBe(0);
+  });
+
+  it("holds an answer's first UDP packet until its MQTT tts start has reached a firmware that applies it on its main loop, which drops audio until then", async () => {
+    // A firmware whose main loop applies tts start 20 ms after the MQTT task got it.
+    const device = await boot('aa:bb:cc:10:00:0e', { mainLoopDelayMs: 20 });
+    await device.connect();
+    await device.openAudioChannel();
+    // The device's first datagram tells the gateway where to send its audio.
+    device.sendPacket(Buffer.from([0xf8, 0xff, 0xfe]));
+    await sleep(100);
+    const answers = 8;
+    for (let index = 0; index < answers; index++) {
+      stack.tts.reply({ samples: sine(440, 0.24, OUTPUT_RATE) });
+      const heard = device.audio.length;
+      const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:0e/say'), { method: 'POST', headers: agent, body: JSON.stringify({ text: `Number ${index}.` }) });
+      expect(said.status).toBe(200);
+      await device.next('tts', (message: any) => message.state === 'stop', 5000);
+      await sleep(30);
+      // 0.24 s is four 60 ms packets; the firmware plays them only between tts start and stop.
+      expect({ answer: index, played: device.audio.length - heard, dropped: device.audioWhileNotSpeaking }).toEqual({ answer: index, played: 4, dropped: 0 });
+    }
   });
 
   it('stops sending UDP audio within a frame when the device aborts mid-answer, and keeps only what was spoken', async () => {

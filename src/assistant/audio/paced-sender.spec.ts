@@ -4,7 +4,7 @@ describe('PacedSender', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  function sender(options: { leadFrames?: number; capacity?: number } = {}) {
+  function sender(options: { leadFrames?: number; capacity?: number; firstFrameDelayMs?: number } = {}) {
     const sent: { frame: number; atMs: number }[] = [];
     const start = performance.now();
     const paced = new PacedSender<number>({ frameMs: 60, ...options, send: (frame) => sent.push({ frame, atMs: performance.now() - start }) });
@@ -23,6 +23,40 @@ describe('PacedSender', () => {
     for (const [index, { atMs }] of sent.entries()) expect(atMs).toBeGreaterThanOrEqual((index - 3) * 60);
     await expect(paced.finished).resolves.toBe('sent');
     expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('holds the first frame for firstFrameDelayMs from its creation, then paces from there, and leaves no timer', async () => {
+    const { paced, sent } = sender({ leadFrames: 3, capacity: 100, firstFrameDelayMs: 60 });
+    await jest.advanceTimersByTimeAsync(20);
+    for (let frame = 0; frame < 5; frame++) await paced.enqueue(frame);
+    paced.end();
+    expect(sent).toHaveLength(0);
+    await jest.advanceTimersByTimeAsync(39);
+    expect(sent).toHaveLength(0);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(sent.map((entry) => entry.frame)).toEqual([0, 1, 2]);
+    expect(sent[0].atMs).toBeGreaterThanOrEqual(60);
+    await jest.advanceTimersByTimeAsync(120);
+    expect(sent.map((entry) => entry.frame)).toEqual([0, 1, 2, 3, 4]);
+    await expect(paced.finished).resolves.toBe('sent');
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('drops a held first frame on abort, and finishes at once when it ends with nothing queued during the delay', async () => {
+    const held = sender({ firstFrameDelayMs: 60 });
+    await held.paced.enqueue(0);
+    held.paced.abort();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(held.sent).toHaveLength(0);
+    await expect(held.paced.finished).resolves.toBe('aborted');
+    const empty = sender({ firstFrameDelayMs: 60 });
+    empty.paced.end();
+    await expect(empty.paced.finished).resolves.toBe('sent');
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('refuses a negative delay', () => {
+    expect(() => sender({ firstFrameDelayMs: -1 })).toThrow(RangeError);
   });
 
   it('makes the producer wait when its queue is full', async () => {

@@ -7,6 +7,11 @@ export interface PacedSenderOptions<Frame> {
   leadFrames?: number;
   /** Frames waiting here before {@link PacedSender.enqueue} makes its caller wait. */
   capacity?: number;
+  /**
+   * Milliseconds from the sender's creation before its first frame may go: for a transport whose
+   * audio travels on another channel than the message announcing it, which audio could overtake.
+   */
+  firstFrameDelayMs?: number;
   /** Milliseconds from any fixed origin; tests pass a fake clock. */
   now?: () => number;
 }
@@ -30,6 +35,8 @@ export class PacedSender<Frame> {
   private readonly capacity: number;
   private readonly now: () => number;
   private playedUntil = -Infinity;
+  /** Before this instant (of {@link now}) no frame is sent. */
+  private readonly firstFrameAt: number;
   private timer: NodeJS.Timeout | undefined;
   private ended = false;
   private outcome: PacedSenderOutcome | undefined;
@@ -43,6 +50,9 @@ export class PacedSender<Frame> {
     this.capacity = options.capacity ?? 2 * leadFrames;
     if (!Number.isInteger(this.capacity) || this.capacity < 1) throw new RangeError(`capacity must be a positive integer, not ${this.capacity}`);
     this.now = options.now ?? (() => performance.now());
+    const delayMs = options.firstFrameDelayMs ?? 0;
+    if (!(delayMs >= 0)) throw new RangeError(`firstFrameDelayMs must not be negative, not ${delayMs}`);
+    this.firstFrameAt = this.now() + delayMs;
     this.finished = new Promise((resolve) => (this.settle = resolve));
   }
 
@@ -84,6 +94,10 @@ export class PacedSender<Frame> {
     clearTimeout(this.timer);
     this.timer = undefined;
     const now = this.now();
+    if (this.queue.length > 0 && now < this.firstFrameAt) {
+      this.timer = setTimeout(() => this.pump(), Math.max(1, Math.ceil(this.firstFrameAt - now)));
+      return;
+    }
     while (this.queue.length > 0 && this.buffered(now) + this.options.frameMs <= this.leadMs) {
       const frame = this.queue.shift() as Frame;
       this.playedUntil = Math.max(this.playedUntil, now) + this.options.frameMs;

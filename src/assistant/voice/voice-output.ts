@@ -17,6 +17,8 @@ export interface VoiceOutputOptions {
   language?: string;
   /** Frames the device may hold ahead of what it plays (see `PacedSender`). */
   leadFrames?: number;
+  /** How long an answer's first frame waits after {@link VoiceOutput.begin} (see `PacedSender`). */
+  firstFrameDelayMs?: number;
   /** Milliseconds from any fixed origin, for pacing; tests pass a fake clock. */
   now?: () => number;
 }
@@ -87,6 +89,7 @@ export class VoiceOutput {
       send: (frame) => this.sendFrame(frame),
       ...(this.options.leadFrames === undefined ? {} : { leadFrames: this.options.leadFrames }),
       ...(this.options.now ? { now: this.options.now } : {}),
+      firstFrameDelayMs: this.options.firstFrameDelayMs,
     });
     const answer: Answer = { sentences: [], paced, synthesis: new AbortController(), playing: -1, ended: false, aborted: false, over: false };
     this.answer = answer;

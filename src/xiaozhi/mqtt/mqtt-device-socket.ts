@@ -8,6 +8,14 @@ import type { UdpAudioServer, UdpAudioSession } from './udp-audio';
 /** aedes calls a publish's callback whatever happens (a write error closes the client by itself). */
 const noop = (): void => undefined;
 
+/**
+ * How far UDP audio and MQTT messages may overtake each other (see {@link AudioTransport.audioSkewMs}):
+ * one frame of the firmware's default 60 ms. A publish goes through TCP and the device's MQTT
+ * task, then its main loop; a datagram straight to its UDP callback. On loopback, with no wait,
+ * an answer's first packet came before its `tts start` in about a third of answers.
+ */
+const AUDIO_SKEW_MS = 60;
+
 /** WebSocket's "normal closure": a goodbye, the device's or the gateway's, that leaves the MQTT connection up for the next hello. */
 const CLOSE_NORMAL = 1000;
 /** WebSocket's "abnormal closure": the MQTT connection dropped. */
@@ -28,6 +36,7 @@ export class MqttDeviceSocket extends EventEmitter implements ConnectionSocket, 
   readyState = SOCKET_OPEN;
   readonly protocol = '';
   readonly helloTransport = 'udp';
+  readonly audioSkewMs = AUDIO_SKEW_MS;
   private paused = false;
   private udp?: UdpAudioSession;
   private sessionId = '';

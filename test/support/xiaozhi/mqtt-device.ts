@@ -30,7 +30,7 @@ export interface UdpChannel {
  * its JSON to `publish_topic` and never subscribes; its hello (`transport: "udp"`) opens the UDP
  * channel the server hello describes, where it sends and receives AES-CTR encrypted Opus, dropping
  * received packets as the firmware does (short, other type, length mismatch, sequence not above
- * the last). Everything received is kept for assertions; received audio is decoded at the server
+ * the last, or audio while it is not speaking: `Application`'s OnIncomingAudio). Everything received is kept for assertions; received audio is decoded at the server
  * hello's rate. Its MCP server (the WebSocket simulator's, with the same board tools) answers the
  * gateway's `type:"mcp"` messages over MQTT.
  */
@@ -46,6 +46,10 @@ export class MqttXiaozhiDevice {
   readonly audioAtMs: number[] = [];
   /** Datagrams the firmware's checks dropped. */
   droppedDatagrams = 0;
+  /** Audio that came while the device was not speaking (before `tts start`, after `tts stop`), dropped as the firmware drops it. */
+  audioWhileNotSpeaking = 0;
+  /** Between a `tts start` and its `tts stop` (the firmware's speaking state). */
+  speaking = false;
   mqtt?: MqttClient;
   channel?: UdpChannel;
   sessionId = '';
@@ -54,8 +58,17 @@ export class MqttXiaozhiDevice {
   private remoteSequence = 0;
   private serverSampleRate = 24_000;
   private readonly epoch = performance.now();
+  /** See the constructor's `mainLoopDelayMs`. */
+  private readonly mainLoopDelayMs: number;
+  private readonly scheduled = new Set<NodeJS.Timeout>();
 
-  constructor(options: { deviceId?: string } = {}) {
+  /**
+   * @param options.mainLoopDelayMs how long the firmware takes to apply `tts start` and `stop`:
+   *   its MQTT task hands them to the main loop (`Application::Schedule`), while UDP audio is
+   *   checked against the state at once. 0 applies them as they arrive.
+   */
+  constructor(options: { deviceId?: string; mainLoopDelayMs?: number } = {}) {
+    this.mainLoopDelayMs = options.mainLoopDelayMs ?? 0;
     const mac = options.deviceId ?? randomMac();
     this.identity = { deviceId: mac, clientId: randomUUID(), board: 'bread-compact-wifi', firmwareVersion: '2.4.2', language: 'zh-CN' };
     this.mcp = new DeviceMcpServer(
@@ -202,6 +215,8 @@ export class MqttXiaozhiDevice {
   }
 
   async close(): Promise<void> {
+    for (const timer of this.scheduled) clearTimeout(timer);
+    this.scheduled.clear();
     this.udp?.close();
     this.udp = undefined;
     this.mcp.stop();
@@ -220,9 +235,21 @@ export class MqttXiaozhiDevice {
     if (message.type === 'goodbye' && message.session_id === this.sessionId) {
       this.udp?.close();
       this.udp = undefined;
+      this.speaking = false;
     }
+    if (message.type === 'tts' && (message.state === 'start' || message.state === 'stop')) this.schedule(() => (this.speaking = message.state === 'start'));
     if (message.type === 'mcp' && isJsonObject(message.payload)) this.mcp.handle(message.payload);
     this.inbox.add({ atMs: performance.now() - this.epoch, message });
+  }
+
+  /** `Application::Schedule`: runs `task` on the main loop, {@link mainLoopDelayMs} later. */
+  private schedule(task: () => void): void {
+    if (this.mainLoopDelayMs === 0) return task();
+    const timer = setTimeout(() => {
+      this.scheduled.delete(timer);
+      task();
+    }, this.mainLoopDelayMs);
+    this.scheduled.add(timer);
   }
 
   /** The firmware's UDP OnMessage checks, then decryption. */
@@ -237,6 +264,10 @@ export class MqttXiaozhiDevice {
       return;
     }
     this.remoteSequence = sequence;
+    if (!this.speaking) {
+      this.audioWhileNotSpeaking += 1;
+      return;
+    }
     this.audioAtMs.push(this.nowMs());
     this.audio.push(aesCtr(this.channel!.key, data.subarray(0, HEADER_BYTES), data.subarray(HEADER_BYTES)));
   }
