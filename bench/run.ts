@@ -70,7 +70,7 @@ const SUITES = {
             idle: { devices: 5000 },
             warmup: { devices: 4, rounds: 1 },
             baseline: { rounds: 5, repeats: 10 },
-            mqtt: { devices: [1, 100], rounds: 3, idleDevices: 5000 },
+            mqtt: { devices: [1, 10, 20, 100], rounds: 10, idleDevices: 5000 },
           },
     ),
 };

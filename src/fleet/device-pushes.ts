@@ -118,7 +118,7 @@ export class DevicePushes implements DevicePush {
   async say(deviceId: string, request: SayRequest, caller: FleetCaller): Promise<PushReceipt> {
     checkDeviceId(deviceId);
     const [outcome] = await this.sayToEach([deviceId], request, caller);
-    if ('error' in outcome) throw outcome.error;
+    if ('error' in outcome) throw outcome.pushId === undefined ? outcome.error : refusedPush(outcome.error, outcome.pushId);
     return outcome.receipt;
   }
 
@@ -202,7 +202,7 @@ export class DevicePushes implements DevicePush {
       return await this.startTurnAs(deviceId, turnId, entry, request, caller);
     } catch (error) {
       await this.receipts.move(turnId, { state: 'refused', reason: asGatewayError(error).code });
-      throw error;
+      throw error instanceof GatewayError ? refusedPush(error, turnId) : error;
     }
   }
 
@@ -462,7 +462,15 @@ export class DevicePushes implements DevicePush {
         do {
           drain.again = false;
           for (let push = await this.stores.held.next(to); push && current(); push = await this.stores.held.next(to)) {
-            this.follow(push.turnId, await deliverHeld(link, push));
+            // A receipt already final: its hold ran out as the push was taken, so it is not said.
+            if (await this.receipts.takeHeld(push.turnId)) {
+              const queued = await deliverHeld(link, push).catch(async (error: unknown) => {
+                // The device left first: the push stays held, and so does its receipt.
+                await this.receipts.returnHeld(push.turnId, push.expiresAt);
+                throw error;
+              });
+              this.follow(push.turnId, queued);
+            }
             await this.stores.held.done(to, push);
           }
         } while (drain.again && current());
@@ -559,4 +567,9 @@ function asGatewayError(error: unknown): GatewayError {
 function failureReport(device: string, error: unknown): SayReport {
   const { code, message } = asGatewayError(error);
   return { device, code, message };
+}
+
+/** `error`, telling the caller the id of the push it refused: its receipt says `refused`, and why. */
+function refusedPush({ code, message, details }: GatewayError, pushId: string): GatewayError {
+  return new GatewayError(code, message, details, { push_id: pushId });
 }

@@ -76,5 +76,5 @@ export class FleetTools {
 
 /** A refusal of the fleet as the tool's failure, its code kept. */
 function asToolError(error: unknown): unknown {
-  return error instanceof GatewayError ? new ToolError(error.message, { code: error.code }) : error;
+  return error instanceof GatewayError ? new ToolError(error.message, { code: error.code, ...error.fields }) : error;
 }

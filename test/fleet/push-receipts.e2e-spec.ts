@@ -202,6 +202,12 @@ describe('push receipts across replicas', () => {
     expect(online.push_id).not.toBe(offline.push_id);
     const refused = await receiptOnB(offline.push_id, inState('refused'));
     expect(refused.history.at(-1)).toMatchObject({ state: 'refused', reason: 'DEVICE_OFFLINE' });
+    // A push to one device, and a pushed turn, that are refused: the error says which receipt says so.
+    for (const path of ['/devices/aa:bb:cc:01:00:99/say', '/devices/aa:bb:cc:01:00:99/turns']) {
+      const single = await postJson(b, path, AGENT_TOKEN, { text: 'Anyone there?' });
+      expect(single).toMatchObject({ status: 404, body: { error: { code: 'DEVICE_OFFLINE', push_id: expect.stringMatching(/^push-/) } } });
+      expect((await receiptOnB(single.body.error.push_id, inState('refused'))).history.at(-1)).toMatchObject({ state: 'refused', reason: 'DEVICE_OFFLINE' });
+    }
     await device.next('tts', isTts('stop'));
     await receiptOnB(online.push_id, inState('spoken'));
 

@@ -41,6 +41,8 @@ export interface DescribedError {
   code: GatewayErrorCode;
   message: string;
   status: number;
+  /** A {@link GatewayError}'s `fields`: said beside the code and message. */
+  fields?: Readonly<Record<string, string>>;
 }
 
 function messageOf(exception: HttpException): string {
@@ -57,7 +59,7 @@ function messageOf(exception: HttpException): string {
  */
 export function describeException(exception: unknown, logger: Logger): DescribedError {
   if (exception instanceof GatewayError) {
-    return { code: exception.code, message: exception.message, status: httpStatusOf(exception.code) };
+    return { code: exception.code, message: exception.message, status: httpStatusOf(exception.code), ...(exception.fields && { fields: exception.fields }) };
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();

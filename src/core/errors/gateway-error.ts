@@ -18,6 +18,8 @@ export class GatewayError extends Error {
     readonly code: GatewayErrorCode,
     message: string,
     readonly details?: string,
+    /** What the client is told beside the code and message, by name (a refused push's `push_id`). */
+    readonly fields?: Readonly<Record<string, string>>,
   ) {
     super(message);
     this.name = 'GatewayError';

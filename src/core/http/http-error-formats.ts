@@ -21,6 +21,6 @@ export class HttpErrorFormats {
 
   format(error: DescribedError, request: Request): unknown {
     const match = this.formats.find(([prefix]) => request.path.startsWith(prefix));
-    return match ? match[1](error, request) : { error: { code: error.code, message: error.message } };
+    return match ? match[1](error, request) : { error: { code: error.code, message: error.message, ...error.fields } };
   }
 }

@@ -73,7 +73,11 @@ export const ERROR_BODY_SCHEMA: SchemaObject = {
   properties: {
     error: {
       type: 'object',
-      properties: { code: { type: 'string', example: 'DEVICE_OFFLINE' }, message: { type: 'string' } },
+      properties: {
+        code: { type: 'string', example: 'DEVICE_OFFLINE' },
+        message: { type: 'string' },
+        push_id: { type: 'string', description: "A refused push's id: its receipt (GET /pushes/<push_id>) says refused" },
+      },
       required: ['code', 'message'],
     },
   },

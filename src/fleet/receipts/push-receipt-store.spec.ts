@@ -62,6 +62,24 @@ function behavesAsAReceiptStore(open: (bounds: ReceiptBounds) => Promise<PushRec
     expect((await store.get('h3'))?.state).toBe('held');
   });
 
+  it('never expires a held push its device took before its hold ran out, expires one given back, and refuses to give out one already expired', async () => {
+    const store = await open(bounds);
+    await store.create([record('t1'), record('t2'), record('t3')]);
+    const now = Date.now();
+    for (const id of ['t1', 't2', 't3']) await store.move(id, { state: 'held', expiresAt: now - 10 });
+    expect(await store.takeHeld('t1')).toBe(true);
+    expect(await store.takeHeld('t2')).toBe(true);
+    await store.returnHeld('t2', now - 5);
+    expect((await store.expireHeld(now)).map((one) => one.id).sort()).toEqual(['t2', 't3']);
+    // Taken while its hold ran out: it goes on as its delivery says.
+    expect((await store.get('t1'))?.state).toBe('held');
+    expect((await store.move('t1', { state: 'sent' }))?.state).toBe('sent');
+    expect(await store.takeHeld('t3')).toBe(false);
+    await store.returnHeld('t3', now + 60_000);
+    expect((await store.get('t3'))?.state).toBe('expired');
+    expect(await store.takeHeld('not-kept')).toBe(true);
+  });
+
   it('keeps at most its count, dropping the oldest', async () => {
     const store = await open({ ttlMs: 60_000, max: 3 });
     for (const id of ['a', 'b', 'c', 'd', 'e']) await store.create([record(id)]);

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { advance, type PushMove, type PushRecord, statesBefore } from './push-state';
+import { advance, isFinal, PUSH_STATES, type PushMove, type PushRecord, statesBefore } from './push-state';
 
 /** How long receipts are kept, and how many at most (the oldest go first). */
 export interface ReceiptBounds {
@@ -26,8 +26,17 @@ export interface PushReceiptStore {
   get(id: string): Promise<PushRecord | undefined>;
   /** The receipts of `ids` (those kept), in one look. */
   getMany(ids: string[]): Promise<PushRecord[]>;
-  /** Moves the held receipts whose hold ran out by `now` to `expired` (at most {@link EXPIRE_BATCH}); those it moved. */
+  /** Moves the held receipts whose hold ran out by `now` to `expired` (at most {@link EXPIRE_BATCH}); those it moved, none of them taken. */
   expireHeld(now: number): Promise<PushRecord[]>;
+  /**
+   * The held push `id` is being delivered: its hold no longer runs out ({@link expireHeld} leaves
+   * it), so a push its device took just before the end of its hold is not called expired while
+   * it is said. False when the receipt is already final (its hold ran out first): the push is not
+   * to be said. True for a receipt not kept (the count bound dropped it).
+   */
+  takeHeld(id: string): Promise<boolean>;
+  /** The push {@link takeHeld} took went back unsaid (its device left first): its hold runs out at `expiresAt` again, if it is still held. */
+  returnHeld(id: string, expiresAt: number): Promise<void>;
 }
 
 export class MemoryPushReceipts implements PushReceiptStore {
@@ -69,6 +78,17 @@ export class MemoryPushReceipts implements PushReceiptStore {
 
   async getMany(ids: string[]): Promise<PushRecord[]> {
     return ids.flatMap((id) => this.live(id)?.record ?? []);
+  }
+
+  async takeHeld(id: string): Promise<boolean> {
+    const kept = this.live(id);
+    if (kept && isFinal(kept.record.state)) return false;
+    this.held.delete(id);
+    return true;
+  }
+
+  async returnHeld(id: string, expiresAt: number): Promise<void> {
+    if (this.live(id)?.record.state === 'held') this.held.set(id, expiresAt);
   }
 
   async expireHeld(now: number): Promise<PushRecord[]> {
@@ -150,6 +170,40 @@ for i = 1, #ARGV, 6 do
 end
 return results`;
 
+/**
+ * KEYS: the held index. ARGV: the receipt's key, its id, now, the step (JSON). Moves a held
+ * receipt to `expired` only while it is in the index with its hold run out by `now`, so a push
+ * taken meanwhile ({@link TAKE_HELD}) stays as its delivery leaves it; takes it out of the index
+ * whatever it is. The record as it now is, or ''.
+ */
+const EXPIRE_HELD = `
+local key, id, now, step = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local due = redis.call('ZSCORE', KEYS[1], id)
+if not due or tonumber(due) > now then return '' end
+redis.call('ZREM', KEYS[1], id)
+local current = redis.call('GET', key)
+if not current then return '' end
+local record = cjson.decode(current)
+if record.state ~= 'held' then return '' end
+record.state = 'expired'
+table.insert(record.history, cjson.decode(step))
+local result = cjson.encode(record)
+redis.call('SET', key, result, 'KEEPTTL')
+return result`;
+
+/** KEYS: the held index. ARGV: the receipt's key, its id, its final states (comma-separated). 0 when the receipt is final, else 1, out of the index. */
+const TAKE_HELD = `
+local current = redis.call('GET', ARGV[1])
+if current and string.find(',' .. ARGV[3] .. ',', ',' .. cjson.decode(current).state .. ',', 1, true) then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[2])
+return 1`;
+
+/** KEYS: the held index. ARGV: the receipt's key, its id, when its hold runs out. Back in the index if it is still held. */
+const RETURN_HELD = `
+local current = redis.call('GET', ARGV[1])
+if current and cjson.decode(current).state == 'held' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2]) end
+return 1`;
+
 export class RedisPushReceipts implements PushReceiptStore {
   constructor(
     private readonly redis: Redis,
@@ -196,14 +250,21 @@ export class RedisPushReceipts implements PushReceiptStore {
 
   async expireHeld(now: number): Promise<PushRecord[]> {
     const due = await this.redis.zrangebyscore(this.heldKey(), '-inf', now, 'LIMIT', 0, EXPIRE_BATCH);
+    const step = JSON.stringify({ state: 'expired', at: new Date(now).toISOString(), reason: 'hold_ran_out' });
     const expired: PushRecord[] = [];
     for (const id of due) {
-      const moved = await this.move(id, { state: 'expired', reason: 'hold_ran_out' });
-      // Gone or moved on (sent, refused) meanwhile: it leaves the index all the same.
-      if (!moved) await this.redis.zrem(this.heldKey(), id);
-      else expired.push(moved);
+      const moved = (await this.redis.eval(EXPIRE_HELD, 1, this.heldKey(), this.key(id), id, now, step)) as string;
+      if (moved) expired.push(fromJson(moved));
     }
     return expired;
+  }
+
+  async takeHeld(id: string): Promise<boolean> {
+    return (await this.redis.eval(TAKE_HELD, 1, this.heldKey(), this.key(id), id, FINAL_STATES)) === 1;
+  }
+
+  async returnHeld(id: string, expiresAt: number): Promise<void> {
+    await this.redis.eval(RETURN_HELD, 1, this.heldKey(), this.key(id), id, expiresAt);
   }
 
   private key(id: string): string {
@@ -218,6 +279,8 @@ export class RedisPushReceipts implements PushReceiptStore {
     return `${this.prefix}fleet:pushes-held`;
   }
 }
+
+const FINAL_STATES = PUSH_STATES.filter(isFinal).join(',');
 
 function fromJson(serialized: string): PushRecord {
   const record = JSON.parse(serialized) as PushRecord;

@@ -98,6 +98,24 @@ export class PushReceipts implements OnApplicationShutdown {
     return write;
   }
 
+  /**
+   * A held push is being delivered: its hold no longer runs out (see `PushReceiptStore.takeHeld`),
+   * after this instance's moves of it. False when its receipt is already final: the push is not
+   * to be said. A store that cannot be read does not stop the delivery.
+   */
+  async takeHeld(id: string): Promise<boolean> {
+    await this.writing.get(id);
+    return this.store.takeHeld(id).catch((error: Error) => {
+      this.logger.warn(`Receipt of held push ${id} not marked as taken: ${error.message}`);
+      return true;
+    });
+  }
+
+  /** A held push taken by {@link takeHeld} went back unsaid: its hold runs out at `expiresAt` again. Never rejects. */
+  async returnHeld(id: string, expiresAt: number): Promise<void> {
+    await this.store.returnHeld(id, expiresAt).catch((error: Error) => this.logger.warn(`Receipt of held push ${id} not held again: ${error.message}`));
+  }
+
   /** The receipt `id` if `caller` pushed it or owns its device; `undefined` otherwise, as for an unknown id. */
   async view(id: string, caller: FleetCaller): Promise<ReceiptView | undefined> {
     const record = await this.store.get(id);
