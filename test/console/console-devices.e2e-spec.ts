@@ -128,8 +128,10 @@ describe('web console: Devices view in a real browser', () => {
     const pushed = await speaker.until('llm_response');
     expect(pushed.at(-1)).toMatchObject({ type: 'llm_response', origin: 'push', content: 'Dinner is ready', is_final: true });
     expect(await speaker.next()).toMatchObject({ type: 'status', status: 'idle', origin: 'push' });
-    const receipt = await shown(page, '.fleet-device .call-result[data-push="say"][data-ok="true"]', 'Sent to the device');
-    expect(receipt).toMatch(new RegExp(`\\(HTTP 200, turn ${pushed.at(-1).turn_id}\\)`));
+    const receipt = await shown(page, '.fleet-device .call-result[data-push="say"][data-ok="true"]', 'Taken to the device');
+    expect(receipt).toMatch(new RegExp(`\\(HTTP 200, push ${pushed.at(-1).turn_id}\\)`));
+    // Its receipt, followed until final: an LLM-gateway device's pushed sentence is spoken with its final llm_response.
+    expect(await shown(page, `.fleet-device .receipt[data-state="spoken"]`, pushed.at(-1).turn_id)).toContain('spoken: the device finished saying it');
     const say = sent.find((request) => request.url().endsWith('/devices/AA%3ABB%3ACC%3ADD%3AEE%3A01/say'))!;
     expect(say.postDataJSON()).toEqual({ text: 'Dinner is ready', interrupt: true });
     expect(say.headers().authorization).toBe(`Bearer ${TOKEN}`);
@@ -139,7 +141,7 @@ describe('web console: Devices view in a real browser', () => {
     await kitchen.locator('form.turn button').click();
     const turn = await speaker.until('status', 'idle');
     expect(turn.find((frame) => frame.type === 'llm_response')).toMatchObject({ origin: 'push', content: 'You said: What is on the shopping list?' });
-    await shown(page, '.fleet-device .call-result[data-push="turn"][data-ok="true"]', 'Sent to the device');
+    await shown(page, '.fleet-device .call-result[data-push="turn"][data-ok="true"]', 'Taken to the device');
     expect(pages.stack.llm.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: 'user', content: 'What is on the shopping list?' });
     await light.locator('summary').click();
     await page.evaluate(() => (globalThis as any).scrollTo(0, 0));
@@ -266,7 +268,7 @@ describe('web console: Devices view in a real browser', () => {
 
     await self.locator('form.say input[name="text"]').fill('Hello from the Devices view');
     await self.locator('form.say button').click();
-    await shown(page, '.fleet-device .call-result[data-push="say"][data-ok="true"]', 'Sent to the device');
+    await shown(page, '.fleet-device .call-result[data-push="say"][data-ok="true"]', 'Taken to the device');
     await page.click('[data-tab="chat"]');
     expect(await shown(page, '.entry-assistant.pushed', 'Hello from the Devices view')).toContain('Pushed by the gateway');
 

@@ -1,13 +1,16 @@
 import { argumentsTemplate } from './catalogue.js';
-import { $, bearer, clock, el, pretty } from './dom.js';
-import { meaningOf } from './error-codes.js';
+import { $, clock, el, pretty } from './dom.js';
+import { budgetSection, credentialSection, firmwareText } from './device-operations.js';
+import { describeRefusal, devicePath, refusal, refusedHere, reporter, request } from './fleet-requests.js';
+import { setupFirmwareRollouts } from './firmware-rollouts.js';
+import { followReceipt } from './push-receipt.js';
 
 /**
  * @typedef {import('./catalogue.js').Gateway} Gateway
  * @typedef {{name: string, agent_name: string, description: string, input_schema: unknown, visibility: string}} OfferedTool
- * @typedef {{id: string, instance: string, connected_at: string, tools: OfferedTool[]}} Device
- * @typedef {{ok: boolean, status: number, body: any}} Answer what the gateway answered: its status and JSON body
- * @typedef {{ok: boolean, headline: string, details?: (Node | undefined)[]}} Outcome how a request ended, in words
+ * @typedef {{id: string, instance: string, connected_at: string, tools: OfferedTool[]} & import('./device-operations.js').FirmwareView} Device
+ * @typedef {import('./fleet-requests.js').Answer} Answer
+ * @typedef {import('./fleet-requests.js').Outcome} Outcome
  */
 
 /** How often the list is read again while the view is on screen. */
@@ -20,9 +23,10 @@ const VISIBILITY = {
   model: "The device's own model only",
 };
 
-/** What a push's receipt says happened to it. */
+/** What a push's answer says happened to it (`delivered`); its receipt follows what happens next. */
 const DELIVERY = {
-  spoken: 'Sent to the device',
+  spoken: 'Taken to the device',
+  queued: 'Queued behind the turn in flight',
   held: 'Held for the device until it connects',
 };
 
@@ -39,79 +43,17 @@ export function deviceIdProblem(id) {
 }
 
 /**
- * One request to the fleet's HTTP routes. A refusal comes back as an answer like any other;
- * only a gateway that cannot be reached throws.
- * @param {Gateway} gateway @param {'GET' | 'POST'} method @param {string} path @param {unknown} [body]
- * @returns {Promise<Answer>}
+ * What a push's answer says, in words; its receipt is then followed in `receiptLine` by
+ * `follow` (a refused push has one too: its error names it).
+ * @param {Answer} answer @param {(pushId: string) => void} follow @returns {Outcome}
  */
-async function request(gateway, method, path, body) {
-  const response = await fetch(`${gateway.origin}${path}`, {
-    method,
-    headers: { ...bearer(gateway.token), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { ok: response.ok, status: response.status, body: await response.json().catch(() => null) };
-}
-
-/**
- * A refused request in words: its code, the HTTP status, the gateway's message, and what the
- * code means to someone at the console (who called the device directly: no model was involved).
- * @param {Answer} answer
- */
-function describeRefusal(answer) {
-  const error = answer.body?.error;
-  if (typeof error?.code !== 'string') return { headline: `HTTP ${answer.status}: the answer carries no error code`, meaning: '' };
-  return { headline: `${error.code} (HTTP ${answer.status}): ${error.message ?? 'the gateway gave no reason'}`, meaning: meaningOf(error.code, 'direct') };
-}
-
-/** @param {string} headline @param {string} [meaning] @returns {Outcome} */
-const failure = (headline, meaning) => ({ ok: false, headline, details: [meaning ? el('p', { class: 'meaning', text: meaning }) : undefined] });
-
-/** @param {Answer} answer @returns {Outcome} */
-const refusal = (answer) => {
-  const { headline, meaning } = describeRefusal(answer);
-  return failure(headline, meaning);
-};
-
-/** The console's own refusal, before anything was sent. @param {string} why @returns {Outcome} */
-const refusedHere = (why) => failure(`INVALID_INPUT: ${why}`, meaningOf('INVALID_INPUT'));
-
-/** @param {string} origin @param {Error} error */
-const unreachable = (origin, error) =>
-  failure(`UNREACHABLE: no answer from ${origin}: ${error.message}`, 'Is the gateway running, and does it allow this page (ALLOWED_ORIGINS)?');
-
-/**
- * Shows in `result` how the requests of one form ended. An answer that arrives after a newer
- * request of the same form was sent is dropped, so what is shown is always the last request's.
- * @param {HTMLElement} result
- * @param {() => Gateway} gateway
- * @returns {(send: () => Promise<Outcome>) => Promise<void>}
- */
-function reporter(result, gateway) {
-  let latest = 0;
-  return async (send) => {
-    const mine = ++latest;
-    delete result.dataset.ok;
-    result.replaceChildren(el('p', { text: 'Sending…' }));
-    const outcome = await send().catch((/** @type {Error} */ error) => unreachable(gateway().origin, error));
-    if (mine !== latest) return;
-    result.dataset.ok = String(outcome.ok);
-    result.replaceChildren(
-      el('p', { class: outcome.ok ? 'ok' : 'failed', text: outcome.headline }),
-      ...(outcome.details ?? []).filter((node) => node !== undefined),
-    );
-  };
-}
-
-/** What a push's receipt says, in words. @param {Answer} answer @returns {Outcome} */
-function receipt(answer) {
+function pushed(answer, follow) {
+  const pushId = answer.body?.push_id ?? answer.body?.error?.push_id;
+  if (typeof pushId === 'string') follow(pushId);
   if (!answer.ok) return refusal(answer);
   const { delivered, turn_id: turnId } = answer.body ?? {};
-  return { ok: true, headline: `${DELIVERY[/** @type {keyof typeof DELIVERY} */ (delivered)] ?? delivered} (HTTP ${answer.status}, turn ${turnId})` };
+  return { ok: true, headline: `${DELIVERY[/** @type {keyof typeof DELIVERY} */ (delivered)] ?? delivered} (HTTP ${answer.status}, push ${turnId})` };
 }
-
-/** The path of a device's route; ids and tool names come from devices, so they are encoded. @param {string} id @param {...string} rest */
-const devicePath = (id, ...rest) => ['/devices', id, ...rest].map((part, index) => (index === 0 ? part : encodeURIComponent(part))).join('/');
 
 /**
  * One tool a device offers, with a form that calls it as agents do (`POST /devices/<id>/tools/<tool>`).
@@ -174,15 +116,19 @@ function toolItem(deviceId, tool, gateway) {
 }
 
 /**
- * One online device: what it offers agents, and forms to call its tools, make it say something
- * and start a turn on it. Refreshing the list updates the card in place, so what the reader
+ * One online device: its firmware, what it offers agents, forms to call its tools, make it say
+ * something (following the push's receipt) and start a turn on it, and, for its owner, its
+ * budget and credential. Refreshing the list updates the card in place, so what the reader
  * opened and typed stays.
  */
 class DeviceCard {
-  /** @param {Device} device @param {() => Gateway} gateway */
-  constructor(device, gateway) {
+  /** @param {Device} device @param {() => Gateway} gateway @param {(notice: string) => void} changed the list should be read again, with a notice above it */
+  constructor(device, gateway, changed) {
     this.id = device.id;
     this.gateway = gateway;
+    /** Stops following the receipt of the last push made from this card. @type {() => void} */
+    this.unfollow = () => undefined;
+    this.firmware = el('p', { class: 'firmware hint' });
     /** The tools' items, by name, with the JSON they were built from. @type {Map<string, {json: string, item: HTMLElement}>} */
     this.tools = new Map();
     this.since = el('span', { class: 'since' });
@@ -197,22 +143,29 @@ class DeviceCard {
     const turnText = el('input', { name: 'text', required: true, placeholder: 'What the user might have said', 'aria-label': 'Text of the turn' });
     const turnResult = el('div', { class: 'call-result', 'aria-live': 'polite', dataset: { push: 'turn' } });
     const reportTurn = reporter(turnResult, gateway);
+    const receiptLine = el('output', { class: 'receipt hint', 'aria-live': 'polite' });
+    /** @param {string} pushId */
+    const follow = (pushId) => {
+      this.unfollow();
+      this.unfollow = followReceipt(this.gateway, pushId, receiptLine);
+    };
 
     const say = (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
       void reportSay(async () =>
-        receipt(await request(this.gateway(), 'POST', devicePath(this.id, 'say'), { text: sayText.value, interrupt: interrupt.checked })),
+        pushed(await request(this.gateway(), 'POST', devicePath(this.id, 'say'), { text: sayText.value, interrupt: interrupt.checked }), follow),
       );
     };
     const turn = (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
-      void reportTurn(async () => receipt(await request(this.gateway(), 'POST', devicePath(this.id, 'turns'), { text: turnText.value })));
+      void reportTurn(async () => pushed(await request(this.gateway(), 'POST', devicePath(this.id, 'turns'), { text: turnText.value }), follow));
     };
 
     this.card = el(
       'li',
       { class: 'card fleet-device', dataset: { device: device.id } },
       el('div', { class: 'row' }, el('h2', { class: 'device-id', text: device.id }), this.instance, this.since),
+      this.firmware,
       el('h3', { text: 'Tools' }),
       this.noTools,
       this.toolList,
@@ -228,13 +181,22 @@ class DeviceCard {
       el('p', { class: 'hint', text: 'The model answers as if the user had said this; the device speaks the answer.' }),
       el('form', { class: 'push turn', onsubmit: turn }, el('div', { class: 'row' }, turnText, el('button', { type: 'submit', text: 'Start' }))),
       turnResult,
+      receiptLine,
+      budgetSection(device.id, gateway),
+      credentialSection(device.id, gateway, changed),
     );
     this.update(device);
+  }
+
+  /** The card left the list: nothing of it runs on. */
+  dispose() {
+    this.unfollow();
   }
 
   /** @param {Device} device */
   update(device) {
     this.instance.textContent = device.instance;
+    this.firmware.textContent = firmwareText(device);
     const since = new Date(device.connected_at);
     this.since.textContent = Number.isNaN(since.getTime()) ? '' : `online since ${since.toLocaleString()}`;
     const tools = Array.isArray(device.tools) ? device.tools : [];
@@ -257,8 +219,9 @@ class DeviceCard {
 /**
  * The devices view: the devices online that this token may reach (`GET /devices`), read again
  * every {@link REFRESH_MS} while the view is on screen and never while it is not (nor while the
- * browser tab is hidden), each with its tools, a form to call them, and forms to make it say
- * something or start a turn.
+ * browser tab is hidden), each with its firmware and tools, a form to call them, forms to make it
+ * say something or start a turn, and its owner's budget and credential; then the firmware builds
+ * and rollouts of this token's principal.
  * @param {() => Gateway} gateway where the devices are read and pushed to, with which token
  */
 export function setupDevices(gateway) {
@@ -266,6 +229,7 @@ export function setupDevices(gateway) {
   const problem = $('#devices-problem');
   const empty = $('#devices-empty');
   const updated = $('#devices-updated');
+  const notice = $('#devices-notice');
   /** @type {Map<string, DeviceCard>} */
   let cards = new Map();
   let shown = false;
@@ -281,8 +245,9 @@ export function setupDevices(gateway) {
     for (const device of devices) {
       const card = cards.get(device.id);
       if (card) card.update(device);
-      next.set(device.id, card ?? new DeviceCard(device, gateway));
+      next.set(device.id, card ?? new DeviceCard(device, gateway, changed));
     }
+    for (const [id, card] of cards) if (!next.has(id)) card.dispose();
     const items = [...next.values()].map((card) => card.card);
     if (items.length !== list.children.length || items.some((item, index) => list.children[index] !== item)) list.replaceChildren(...items);
     cards = next;
@@ -311,6 +276,13 @@ export function setupDevices(gateway) {
   /** Reads the list; a read already under way is joined rather than doubled. */
   const load = () => (reading ??= read().finally(() => (reading = undefined)));
 
+  /** What a card changed, said above the list (the card itself may leave it), then the list read again. @param {string} text */
+  const changed = (text) => {
+    notice.textContent = text;
+    notice.hidden = false;
+    void load();
+  };
+
   const schedule = () => {
     clearInterval(timer);
     timer = undefined;
@@ -335,6 +307,8 @@ export function setupDevices(gateway) {
       return { ok: true, headline: `Device ${answer.body?.device} is yours: it gets its own credential at its next configuration request` };
     });
   });
+
+  setupFirmwareRollouts(gateway);
 
   return {
     load,
