@@ -1,6 +1,7 @@
 import { benchAudio } from './suites/audio';
 import { benchFleet } from './suites/fleet';
 import { benchGlobAbuse } from './suites/fleet-glob-abuse';
+import { benchFleetOps } from './suites/fleet-ops';
 import { benchHolding } from './suites/fleet-holding';
 import { benchIdentity } from './suites/identity';
 import { benchIdleConnections } from './suites/idle-connections';
@@ -47,6 +48,8 @@ const SUITES = {
       fanout: smoke ? { devices: 20, concurrency: 8, warmup: 4, rounds: 1 } : { devices: 10_000, concurrency: 64, warmup: 1000, rounds: 3 },
       idle: smoke ? { devices: 100, settleMs: 200 } : { devices: 100_000, settleMs: 1000 },
     }),
+  'fleet-ops': (smoke: boolean) =>
+    benchFleetOps(smoke ? { rounds: 1, perRound: 3, warmup: 1, boundDevices: 2 } : { rounds: 5, perRound: 200, warmup: 50, boundDevices: 50 }),
   'glob-abuse': (smoke: boolean) =>
     benchGlobAbuse(smoke ? { devices: 20, durationMs: 300, pingEveryMs: 10 } : { devices: 2000, durationMs: 5000, pingEveryMs: 10 }),
   holding: (smoke: boolean) =>

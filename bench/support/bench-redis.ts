@@ -79,6 +79,11 @@ export class BenchRedis {
     } while (cursor !== '0');
   }
 
+  /** Commands the server has processed since it started (`total_commands_processed`), this question included. */
+  async commandsProcessed(): Promise<number> {
+    return Number(/total_commands_processed:(\d+)/.exec(await this.redis.info('stats'))?.[1]);
+  }
+
   /** Bytes Redis holds for its data (`used_memory`), after it returns freed pages to its allocator. */
   async usedMemory(): Promise<number> {
     await this.redis.call('MEMORY', 'PURGE').catch(() => undefined);

@@ -16,12 +16,12 @@ describe('the benchmarks, in smoke mode', () => {
 
   beforeAll(async () => {
     if (!existsSync(RUN_BENCH)) throw new Error(`${RUN_BENCH} is missing: run "npm run build:bench" (npm test does it first)`);
-    const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 240_000, maxBuffer: 1 << 24 });
+    const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 330_000, maxBuffer: 1 << 24 });
     figures = stdout
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-  }, 250_000);
+  }, 340_000);
 
   const positive = expect.any(Number);
   const throughput = { calls_per_s: positive, p50_ms: positive, p99_ms: positive, server_cpu_us_per_call: positive };
@@ -146,6 +146,18 @@ describe('the benchmarks, in smoke mode', () => {
     const holding = figures.filter((figure) => figure.figure === 'fleet_holding_cost');
     expect(holding.map((figure) => figure.store).sort()).toEqual(['memory', 'redis']);
     for (const figure of holding) expect(figure).toMatchObject({ bytes_per_push: expect.any(Number), kb_per_device_at_bound: expect.any(Number) });
+  });
+
+  it('measures what budgets add to a turn, a receipt to a push, and activation with its own secret to a device boot, each beside the same build without it', () => {
+    const side = { operations: positive, p50_ms: positive, p99_ms: positive, gateway_cpu_us: expect.any(Number), redis_commands: expect.any(Number) };
+    const [turn] = figures.filter((figure) => figure.figure === 'fleet_ops_budget_turn');
+    const [connect] = figures.filter((figure) => figure.figure === 'fleet_ops_connect');
+    for (const figure of [turn, connect])
+      expect(figure).toMatchObject({ without: side, with: side, adds: { gateway_cpu_us: expect.any(Number) }, ratio: { gateway_cpu: expect.any(Number) } });
+    const [push] = figures.filter((figure) => figure.figure === 'fleet_ops_push_receipt');
+    expect(push).toMatchObject({ push: side, receipt: { cpu_us: positive, redis_commands: positive }, receipt_share: { cpu: expect.any(Number) } });
+    // A receipt is written three times (queued, sent, spoken): at least three commands.
+    expect(push.receipt.redis_commands).toBeGreaterThanOrEqual(3);
   });
 
   it('measures what two-way device audio costs with the chosen codec, resampler and VAD', () => {
