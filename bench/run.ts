@@ -1,8 +1,8 @@
 import { benchAudio } from './suites/audio';
 import { benchFleet } from './suites/fleet';
 import { benchGlobAbuse } from './suites/fleet-glob-abuse';
-import { benchFleetOps } from './suites/fleet-ops';
 import { benchHolding } from './suites/fleet-holding';
+import { benchFleetOps } from './suites/fleet-ops';
 import { benchIdentity } from './suites/identity';
 import { benchIdleConnections } from './suites/idle-connections';
 import { benchLlmTurn } from './suites/llm-turn';
@@ -48,12 +48,21 @@ const SUITES = {
       fanout: smoke ? { devices: 20, concurrency: 8, warmup: 4, rounds: 1 } : { devices: 10_000, concurrency: 64, warmup: 1000, rounds: 3 },
       idle: smoke ? { devices: 100, settleMs: 200 } : { devices: 100_000, settleMs: 1000 },
     }),
-  'fleet-ops': (smoke: boolean) =>
-    benchFleetOps(smoke ? { rounds: 1, perRound: 3, warmup: 1, boundDevices: 2 } : { rounds: 5, perRound: 200, warmup: 50, boundDevices: 50 }),
   'glob-abuse': (smoke: boolean) =>
     benchGlobAbuse(smoke ? { devices: 20, durationMs: 300, pingEveryMs: 10 } : { devices: 2000, durationMs: 5000, pingEveryMs: 10 }),
   holding: (smoke: boolean) =>
     benchHolding(smoke ? { devices: 5, pushes: 4, chars: 200, concurrency: 4 } : { devices: 200, pushes: 16, chars: 2000, concurrency: 16 }),
+  'fleet-ops': (smoke: boolean) =>
+    benchFleetOps(
+      smoke
+        ? { turns: { warmup: 3, count: 10, rounds: 2 }, pushes: { warmup: 3, count: 10, rounds: 2 }, connects: { warmup: 2, count: 4, rounds: 2 }, idleMs: 200 }
+        : {
+            turns: { warmup: 200, count: 2000, rounds: 5 },
+            pushes: { warmup: 200, count: 2000, rounds: 5 },
+            connects: { warmup: 20, count: 300, rounds: 5 },
+            idleMs: 2000,
+          },
+    ),
   audio: (smoke: boolean) => benchAudio(smoke ? { rounds: 1, repeats: 1 } : { rounds: 5, repeats: 10 }),
   xiaozhi: (smoke: boolean) =>
     benchXiaozhi(

@@ -1,391 +1,498 @@
 import { randomUUID } from 'crypto';
 import { mkdtemp, rm, writeFile } from 'fs/promises';
-import Redis from 'ioredis';
-import { tmpdir } from 'os';
+import { loadavg, tmpdir } from 'os';
 import { join } from 'path';
 import { WebSocket } from 'ws';
-import { PushReceipts } from '../../src/fleet/receipts/push-receipts';
-import { RedisPushReceipts } from '../../src/fleet/receipts/push-receipt-store';
 import { ScriptedLlm } from '../../test/support/scripted-llm';
-import type { BoardIdentity } from '../../test/support/xiaozhi/board-info';
-import { helloMessage } from '../../test/support/xiaozhi/device-messages';
-import { requestOta } from '../../test/support/xiaozhi/ota-request';
-import { BENCH_REDIS_URL, benchPrefix, BenchRedis } from '../support/bench-redis';
-import { expectAnswer, FrameSocket } from '../support/frame-socket';
-import { ServerProcess } from '../support/processes';
+import { BenchRedis, BENCH_REDIS_URL, benchPrefix, commandsPer, RedisCommandReading } from '../support/bench-redis';
+import { BENCH_BUILD, ServerProcess, ServerSpec } from '../support/processes';
+import { CpuReading, cpuNow } from '../support/server-cpu';
 import { BENCH_TOKEN, gatewayServer } from '../support/servers';
 import { elapsedMs, emit, ratio, round, summarise } from '../support/stats';
+import { configurationOf, DEVICE_HELLO, FRAME_MS, sessionHeaders } from '../support/xiaozhi-firmware';
+import { arm, connectDevice, gatewayTurn, TURN_TIMEOUT_MS, TURNS, within } from './llm-turn';
 import { withServer } from './tool-calls';
 
-export interface FleetOpsOptions {
-  /** Rounds, each measuring `perRound` operations on the gateway without the feature, then as many with it. */
-  rounds: number;
-  perRound: number;
+/** Each figure: `warmup` operations per side untimed, then `count` per side measured one after another (one in flight). */
+export interface OpsBounds {
   warmup: number;
-  /** Devices bound by activation for the connect figure (each connect takes the next). */
-  boundDevices: number;
+  count: number;
+  /** Blocks per side the count is measured in, the sides taken in turn. */
+  rounds: number;
 }
 
-/** One operation's cost, as measured: its latency, the gateway's CPU and the Redis commands it took. */
-interface OperationCost {
-  ms: number[];
-  gatewayCpuUs: number;
-  redisCommands: number;
-  redisCpuUs: number;
-  operations: number;
+export interface FleetOpsOptions {
+  /** Plain LLM turns, on the gateway without budgets and with them. */
+  turns: OpsBounds;
+  /** `POST /devices/<id>/say` to one online LLM-gateway device, on the gateway and on the bare fleet server. */
+  pushes: OpsBounds;
+  /** A xiaozhi device's boot (configuration request, WebSocket, hello), with a device secret and with the static token. */
+  connects: OpsBounds;
+  /** Quiet milliseconds before each measurement, to read the Redis commands nobody's operation makes. */
+  idleMs: number;
 }
 
-/** A side of a comparison: what to set up (once) and one operation to time. */
+const AUTH = { Authorization: `Bearer ${BENCH_TOKEN}` };
+const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
+/** Waited after each measured block, before its readings. */
+const BLOCK_SETTLE_MS = 100;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What one server did over `count` operations: latency, its CPU per operation (read from outside), and Redis's commands per operation. */
+interface OpsFigures {
+  count: number;
+  p50_ms: number;
+  p99_ms: number;
+  server_cpu_us_per_op: number;
+  redis_cpu_us_per_op: number | null;
+  /** Commands Redis executed per operation, those run inside a script included. */
+  redis_commands_per_op: number;
+  /** The `eval` and `evalsha` among them. */
+  redis_scripts_per_op: number;
+  redis_by_command_per_op: Record<string, number>;
+}
+
+/** One side of a figure: the server measured, and the operation repeated on it. */
 interface Side {
   server: ServerProcess;
   operation: () => Promise<void>;
 }
 
-const ANSWER = 'Here is something short to say out loud.';
-const OWNER = { name: 'owner', token: BENCH_TOKEN };
+/** What one side has measured so far, over its blocks. */
+class SideTally {
+  readonly latenciesMs: number[] = [];
+  serverCpu = 0;
+  redisCpu: number | undefined = 0;
+  readonly commands: RedisCommandReading = { total: 0, calls: {} };
 
-/** How long Redis is watched with nothing measured, each round, for the commands and CPU of what runs anyway (the gateways' directories, job queues). */
-const BACKGROUND_MS = 500;
-
-/**
- * Times `perRound` operations of each side per round, alternating sides so both meet the same
- * machine, with the gateway's CPU (read from its usage probe, less the cost of reading it) and
- * the Redis commands and CPU they caused: Redis is shared by every client, so what it does anyway
- * in as long (watched before each round) is taken off.
- */
-async function compare(redis: BenchRedis, sides: { without: Side; with: Side }, options: FleetOpsOptions) {
-  const costs = { without: empty(), with: empty() };
-  for (const side of Object.values(sides)) for (let index = 0; index < options.warmup; index++) await side.operation();
-  const redisCpu = () => redis.cpuMicros() ?? NaN;
-  for (let round = 0; round < options.rounds; round++) {
-    const quiet = { commands: await redis.commandsProcessed(), cpu: redisCpu(), at: process.hrtime.bigint() };
-    await new Promise((resolve) => setTimeout(resolve, BACKGROUND_MS));
-    const quietMs = elapsedMs(quiet.at);
-    // Per millisecond; the INFO that reads the count is itself one command.
-    const background = { commands: ((await redis.commandsProcessed()) - quiet.commands - 1) / quietMs, cpu: (redisCpu() - quiet.cpu) / quietMs };
-    for (const key of ['without', 'with'] as const) {
-      const { server, operation } = sides[key];
-      const cost = costs[key];
-      const probed = (await server.usage()).cpuMicros;
-      const cpuBefore = (await server.usage()).cpuMicros;
-      const before = { commands: await redis.commandsProcessed(), cpu: redisCpu(), at: process.hrtime.bigint() };
-      for (let index = 0; index < options.perRound; index++) {
-        const start = process.hrtime.bigint();
-        await operation();
-        cost.ms.push(elapsedMs(start));
-      }
-      const windowMs = elapsedMs(before.at);
-      cost.gatewayCpuUs += (await server.usage()).cpuMicros - cpuBefore - (cpuBefore - probed);
-      cost.redisCommands += (await redis.commandsProcessed()) - before.commands - 1 - background.commands * windowMs;
-      cost.redisCpuUs += redisCpu() - before.cpu - background.cpu * windowMs;
-      cost.operations += options.perRound;
-    }
+  add(before: CpuReading, after: CpuReading, commandsBefore: RedisCommandReading, commandsAfter: RedisCommandReading): void {
+    this.serverCpu += after.servers[0] - before.servers[0];
+    this.redisCpu =
+      this.redisCpu === undefined || before.redis === undefined || after.redis === undefined ? undefined : this.redisCpu + after.redis - before.redis;
+    this.commands.total += commandsAfter.total - commandsBefore.total;
+    for (const [name, calls] of Object.entries(commandsAfter.calls))
+      this.commands.calls[name] = (this.commands.calls[name] ?? 0) + calls - (commandsBefore.calls[name] ?? 0);
   }
-  const view = (cost: OperationCost) => {
-    const latency = summarise(cost.ms);
+
+  figures(): OpsFigures {
+    const count = this.latenciesMs.length;
+    const latency = summarise(this.latenciesMs);
+    const commands = commandsPer({ total: 0, calls: {} }, this.commands, count);
     return {
-      operations: cost.operations,
+      count,
       p50_ms: latency.p50_ms,
       p99_ms: latency.p99_ms,
-      gateway_cpu_us: round(cost.gatewayCpuUs / cost.operations, 1),
-      redis_commands: round(cost.redisCommands / cost.operations, 2),
-      // NaN where Redis's CPU cannot be read (not a local process).
-      redis_cpu_us: Number.isNaN(cost.redisCpuUs) ? null : round(cost.redisCpuUs / cost.operations, 1),
+      server_cpu_us_per_op: round(this.serverCpu / count, 1),
+      redis_cpu_us_per_op: this.redisCpu === undefined ? null : round(this.redisCpu / count, 1),
+      redis_commands_per_op: commands.commands,
+      redis_scripts_per_op: commands.scripts,
+      redis_by_command_per_op: commands.by_command,
     };
-  };
-  const [without, withFeature] = [view(costs.without), view(costs.with)];
-  return {
-    without,
-    with: withFeature,
-    adds: {
-      p50_ms: round(withFeature.p50_ms - without.p50_ms),
-      gateway_cpu_us: round(withFeature.gateway_cpu_us - without.gateway_cpu_us, 1),
-      redis_commands: round(withFeature.redis_commands - without.redis_commands, 2),
-    },
-    ratio: { gateway_cpu: ratio(withFeature.gateway_cpu_us, without.gateway_cpu_us), p50: ratio(withFeature.p50_ms, without.p50_ms) },
-  };
-}
-
-const empty = (): OperationCost => ({ ms: [], gatewayCpuUs: 0, redisCommands: 0, redisCpuUs: 0, operations: 0 });
-
-/** The gateway on the bench's Redis (a prefix of its own), tokens from `tokensFile`. */
-const fleetGateway =
-  (tokensFile: string, prefix: string, env: Record<string, string> = {}) =>
-  (port: number) =>
-    gatewayServer(port, { AUTH_TOKENS: '', AUTH_TOKENS_FILE: tokensFile, REDIS_URL: BENCH_REDIS_URL, REDIS_KEY_PREFIX: prefix, ...env });
-
-/** Both sides' gateways at once, so that their rounds can alternate. */
-async function withGateways<T>(
-  specs: { without: (port: number) => ReturnType<typeof gatewayServer>; with: (port: number) => ReturnType<typeof gatewayServer> },
-  body: (servers: { without: ServerProcess; with: ServerProcess }) => Promise<T>,
-): Promise<T> {
-  return withServer(specs.without, (without) => withServer(specs.with, (withFeature) => body({ without, with: withFeature })));
-}
-
-/** An LLM-gateway device connection named `deviceId`, greeted. */
-async function llmDevice(server: ServerProcess, deviceId: string): Promise<FrameSocket> {
-  const socket = await FrameSocket.open(`ws://127.0.0.1:${server.port}/`, { headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Device-Id': deviceId } });
-  const greeting = await socket.next();
-  expectAnswer(greeting?.type === 'status' && greeting.status === 'connected', greeting, 'the greeting');
-  return socket;
-}
-
-/** One turn of an LLM-gateway device: `text_input` to the final answer and `idle`. */
-async function turn(socket: FrameSocket, llm: ScriptedLlm): Promise<void> {
-  llm.reply({ text: ANSWER });
-  socket.send({ type: 'text_input', text: 'Say something short' });
-  let frame = await socket.next();
-  while (frame.type !== 'llm_response' || frame.is_final === false) frame = await socket.next();
-  expectAnswer(frame.content === ANSWER, frame, 'a turn');
-  const idle = await socket.next();
-  expectAnswer(idle?.type === 'status' && idle.status === 'idle', idle, 'the end of a turn');
-}
-
-/**
- * Figure `fleet_ops_budget_turn`: an LLM-gateway turn on a gateway whose tokens file gives the
- * principal and its devices budgets (so every turn runs the Redis check before the model call
- * and the charge after it) against the same gateway and Redis with no budgets.
- */
-async function budgetTurn(redis: BenchRedis, llm: ScriptedLlm, dir: string, options: FleetOpsOptions): Promise<void> {
-  const plain = join(dir, 'tokens-plain.json');
-  const budgeted = join(dir, 'tokens-budgets.json');
-  await writeFile(plain, JSON.stringify({ tokens: [OWNER] }));
-  const budgets = { llm_tokens_per_month: 1e12, tts_chars_per_day: 1e12, per_device: { llm_tokens_per_day: 1e12, stt_seconds_per_day: 1e9 } };
-  await writeFile(budgeted, JSON.stringify({ tokens: [{ ...OWNER, budgets }] }));
-  const prefix = benchPrefix('fleet-ops-budget');
-  const env = { LLM_BASE_URL: llm.baseUrl, LLM_MAX_RETRIES: '0', LOCATION_PROVIDER_URL: 'off' };
-  try {
-    const figure = await withGateways(
-      { without: fleetGateway(plain, `${prefix}a:`, env), with: fleetGateway(budgeted, `${prefix}b:`, env) },
-      async (servers) => {
-        const sockets = { without: await llmDevice(servers.without, 'bench-budget-a'), with: await llmDevice(servers.with, 'bench-budget-b') };
-        try {
-          return await compare(
-            redis,
-            {
-              without: { server: servers.without, operation: () => turn(sockets.without, llm) },
-              with: { server: servers.with, operation: () => turn(sockets.with, llm) },
-            },
-            options,
-          );
-        } finally {
-          sockets.without.close();
-          sockets.with.close();
-        }
-      },
-    );
-    emit({ figure: 'fleet_ops_budget_turn', turns: options.rounds * options.perRound, ...figure });
-  } finally {
-    await redis.removeKeys(prefix);
   }
 }
 
 /**
- * Figure `fleet_ops_push_receipt`: `POST /devices/<id>/say` to an online LLM-gateway device, every
- * push with its receipt in Redis (created `queued`, moved `sent` then `spoken`), its whole cost;
- * beside it the receipt's own work, measured in this process on the same Redis: the three writes
- * a push makes, through the gateway's own `PushReceipts` and Redis store. Receipts cannot be
- * switched off, so the share of the push they take is the figure.
+ * Both sides' servers up together: each side's operation `bounds.warmup` times untimed; `idleMs`
+ * with nothing running, Redis's commands read (the servers' own timers, or anyone else on that
+ * Redis); then `bounds.count` operations per side, one at a time, in `bounds.rounds` blocks
+ * taken in turn (the order rotating each round), so that a machine whose load changes weighs on
+ * both alike. Around each block (and `BLOCK_SETTLE_MS` after it, for the work its last operation
+ * leaves), its server's CPU and Redis's (from `/proc`) and Redis's commands.
  */
-async function pushReceipt(redis: BenchRedis, dir: string, options: FleetOpsOptions): Promise<void> {
-  const tokens = join(dir, 'tokens-plain.json');
-  await writeFile(tokens, JSON.stringify({ tokens: [OWNER] }));
-  const prefix = benchPrefix('fleet-ops-push');
-  try {
-    const push = await withServer(fleetGateway(tokens, prefix), async (server) => {
-      const device = await llmDevice(server, 'bench-push');
-      const say = async () => {
-        const response = await fetch(`http://127.0.0.1:${server.port}/devices/bench-push/say`, {
-          method: 'POST',
-          headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ text: ANSWER }),
-        });
-        const body = (await response.json()) as { push_id?: string };
-        expectAnswer(response.ok && typeof body.push_id === 'string', body, 'a push');
-        const spoken = await device.next();
-        expectAnswer(spoken?.type === 'llm_response' && spoken.content === ANSWER, spoken, 'the pushed sentence');
-        const idle = await device.next();
-        expectAnswer(idle?.type === 'status' && idle.status === 'idle', idle, 'the end of a push');
-      };
-      try {
-        const receipts = openReceipts(`${prefix}local:`);
-        try {
-          // The receipt work alone runs in this process: its CPU is this process's.
-          const receiptWork = measuredInProcess(async () => {
-            const id = `push-${randomUUID()}`;
-            await receipts.open([{ id, device: 'bench-push', kind: 'say', by: 'bench' }]);
-            await receipts.move(id, { state: 'sent' });
-            await receipts.move(id, { state: 'spoken' });
-          });
-          return await compare(redis, { without: { server, operation: receiptWork.operation }, with: { server, operation: say } }, options).then((figure) => ({
-            figure,
-            receiptCpuUs: receiptWork.cpuUsPerOperation(),
-          }));
-        } finally {
-          await receipts.onApplicationShutdown();
-        }
-      } finally {
-        device.close();
+async function measureSides(sides: Side[], redis: BenchRedis, bounds: OpsBounds, idleMs: number): Promise<{ figures: OpsFigures[]; idleCommandsPerS: number }> {
+  for (const side of sides) for (let index = 0; index < bounds.warmup; index++) await side.operation();
+  const idleStart = process.hrtime.bigint();
+  const idleBefore = await redis.commands();
+  await sleep(idleMs);
+  const idleCommands = commandsPer(idleBefore, await redis.commands(), 1).commands;
+  const idleCommandsPerS = round(idleCommands / (elapsedMs(idleStart) / 1000), 1);
+  const tallies = sides.map(() => new SideTally());
+  const perBlock = Math.ceil(bounds.count / bounds.rounds);
+  for (let roundIndex = 0; roundIndex < bounds.rounds; roundIndex++) {
+    for (let step = 0; step < sides.length; step++) {
+      const index = (roundIndex + step) % sides.length;
+      const { server, operation } = sides[index];
+      const tally = tallies[index];
+      const operations = Math.min(perBlock, bounds.count - tally.latenciesMs.length);
+      const cpuBefore = cpuNow([server], redis);
+      const commandsBefore = await redis.commands();
+      for (let count = 0; count < operations; count++) {
+        const start = process.hrtime.bigint();
+        await operation();
+        tally.latenciesMs.push(elapsedMs(start));
       }
+      // What the block's last operation leaves to do (a receipt's last move, a closed connection's cleanup) is the block's.
+      await sleep(BLOCK_SETTLE_MS);
+      const commandsAfter = await redis.commands();
+      tally.add(cpuBefore, cpuNow([server], redis), commandsBefore, commandsAfter);
+    }
+  }
+  return { figures: tallies.map((tally) => tally.figures()), idleCommandsPerS };
+}
+
+/** The ratios of a figure: measured to baseline, latency and CPU. */
+const ratios = (measured: OpsFigures, baseline: OpsFigures) => ({
+  p50: ratio(measured.p50_ms, baseline.p50_ms),
+  p99: ratio(measured.p99_ms, baseline.p99_ms),
+  cpu_per_op: ratio(measured.server_cpu_us_per_op, baseline.server_cpu_us_per_op),
+  // null where the baseline makes no Redis command at all.
+  redis_commands_per_op: baseline.redis_commands_per_op > 0 ? ratio(measured.redis_commands_per_op, baseline.redis_commands_per_op) : null,
+});
+
+/** What `measured` adds to `baseline`, per operation. */
+const adds = (measured: OpsFigures, baseline: OpsFigures) => ({
+  p50_ms: round(measured.p50_ms - baseline.p50_ms),
+  p99_ms: round(measured.p99_ms - baseline.p99_ms),
+  server_cpu_us_per_op: round(measured.server_cpu_us_per_op - baseline.server_cpu_us_per_op, 1),
+  redis_commands_per_op: round(measured.redis_commands_per_op - baseline.redis_commands_per_op, 2),
+});
+
+/** A gateway on the bench's Redis under a key prefix of its own. */
+const onRedis = (prefix: string, env: Record<string, string>) => (port: number) =>
+  gatewayServer(port, { REDIS_URL: BENCH_REDIS_URL, REDIS_KEY_PREFIX: prefix, ...env });
+
+async function getJson(port: number, path: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: AUTH, signal: AbortSignal.timeout(TURN_TIMEOUT_MS) });
+  return { status: response.status, body: await response.json().catch(() => undefined) };
+}
+
+async function postJson(port: number, path: string, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: JSON_AUTH,
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(TURN_TIMEOUT_MS),
+  });
+  return { status: response.status, body: await response.json().catch(() => undefined) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A budget check per turn
+
+const BUDGET_DEVICE = 'bench-budget-device';
+/** Far more than the run can spend: every turn is checked, none refused. */
+const LARGE = 1_000_000_000;
+const tokensFile = (budgets: boolean) =>
+  `tokens:\n  - name: bench\n    token: "${BENCH_TOKEN}"\n` +
+  (budgets
+    ? `    budgets:\n      llm_tokens_per_day: ${LARGE}\n      llm_tokens_per_month: ${LARGE}\n      per_device:\n        llm_tokens_per_day: ${LARGE}\n        llm_tokens_per_month: ${LARGE}\n`
+    : '');
+
+/**
+ * The plain turn of `llm-turn` (text in, the scripted model's answer out) on one device
+ * connection naming itself, on a gateway whose tokens file gives the bench token no budgets, then
+ * on the same gateway whose tokens file gives it budgets of `llm_tokens` for all its devices and
+ * per device. Both on Redis: usage is counted with or without limits (the reservation, the charge
+ * and the release run every turn either way), so the difference is what the limits add: reading
+ * them and checking each counter against them in the same script.
+ */
+async function budgetTurn(redis: BenchRedis, options: FleetOpsOptions): Promise<void> {
+  const llm = await ScriptedLlm.start();
+  const scratch = await mkdtemp(join(tmpdir(), 'bench-fleet-ops-'));
+  const prefixes = [benchPrefix('ops-nobudget'), benchPrefix('ops-budget')];
+  const [plain] = TURNS;
+  try {
+    const spec = async (budgets: boolean, prefix: string) => {
+      const file = join(scratch, budgets ? 'budgets.yaml' : 'plain.yaml');
+      await writeFile(file, tokensFile(budgets), { mode: 0o600 });
+      return onRedis(prefix, {
+        LLM_BASE_URL: llm.baseUrl,
+        // One retry: a side idles while the other's block runs, about as long as the scripted server keeps an
+        // idle connection (5 s), and a request on a connection it closes at that moment must not end the run.
+        LLM_MAX_RETRIES: '1',
+        LLM_TIMEOUT: String(TURN_TIMEOUT_MS / 1000),
+        LOCATION_PROVIDER_URL: 'off',
+        AUTH_TOKENS: '',
+        AUTH_TOKENS_FILE: file,
+      });
+    };
+    /** The device's `llm_tokens` of the day, checked to show the turns and the limit the side should have. */
+    const usedBy = async (server: ServerProcess, budgets: boolean): Promise<number> => {
+      const usage = await getJson(server.port, `/devices/${BUDGET_DEVICE}/usage`);
+      const day = usage.body?.usage?.llm_tokens?.day;
+      if (usage.status !== 200 || !(day?.used > 0) || day.limit !== (budgets ? LARGE : null))
+        throw new Error(`fleet-ops: the device's usage does not show the turns (budgets ${budgets}): ${JSON.stringify(usage)}`);
+      return day.used;
+    };
+    const [withoutSpec, withSpec] = [await spec(false, prefixes[0]), await spec(true, prefixes[1])];
+    const measured = await withServer(withoutSpec, (without) =>
+      withServer(withSpec, async (withBudgets) => {
+        const servers = [without, withBudgets];
+        const sockets = await Promise.all(servers.map((server) => connectDevice(server, { 'Device-Id': BUDGET_DEVICE })));
+        try {
+          const sides = servers.map((server, index) => ({
+            server,
+            operation: async () => {
+              arm(llm);
+              await within(gatewayTurn(sockets[index], plain), TURN_TIMEOUT_MS, 'A plain turn');
+            },
+          }));
+          const { figures, idleCommandsPerS } = await measureSides(sides, redis, options.turns, options.idleMs);
+          return { figures, idleCommandsPerS, used: [await usedBy(without, false), await usedBy(withBudgets, true)] };
+        } finally {
+          sockets.forEach((socket) => socket.close());
+        }
+      }),
+    );
+    const [baseline, budgeted] = measured.figures.map((figures, index) => ({ figures, used: measured.used[index] }));
+    emit({
+      figure: 'fleet_ops_budget_turn',
+      load_avg_1m: round(loadavg()[0], 2),
+      turn: plain.name,
+      turns: options.turns.count,
+      rounds: options.turns.rounds,
+      redis: 'REDIS_URL set on both',
+      redis_idle_commands_per_s: measured.idleCommandsPerS,
+      baseline_name: 'the same gateway, its tokens file giving the token no budgets (usage still counted)',
+      budgets: {
+        principal: { llm_tokens_per_day: LARGE, llm_tokens_per_month: LARGE },
+        per_device: { llm_tokens_per_day: LARGE, llm_tokens_per_month: LARGE },
+      },
+      gateway: budgeted.figures,
+      baseline: baseline.figures,
+      llm_tokens_counted: { gateway: budgeted.used, baseline: baseline.used },
+      budgets_add: adds(budgeted.figures, baseline.figures),
+      ratio: ratios(budgeted.figures, baseline.figures),
     });
-    const { figure, receiptCpuUs } = push;
+  } finally {
+    await Promise.all(prefixes.map((prefix) => redis.removeKeys(prefix))).catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+    await llm.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A push and its delivery receipt
+
+const PUSH_DEVICE = 'bench-push-device';
+const PUSH_TEXT = 'Dinner is ready.';
+
+/** An LLM-gateway device at `/` naming itself, counting the pushed sentences it hears. */
+async function openPushDevice(port: number): Promise<{ heard(): number; close(): void }> {
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/`, { headers: { ...AUTH, 'Device-Id': PUSH_DEVICE }, perMessageDeflate: false });
+  let heard = 0;
+  await new Promise<void>((resolve, reject) => {
+    socket.once('message', () => resolve());
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_request, response) => reject(new Error(`fleet-ops: the push device was refused: HTTP ${response.statusCode}`)));
+  });
+  socket.on('message', (data: Buffer) => {
+    const frame = JSON.parse(data.toString());
+    if (frame.type === 'llm_response' && frame.content === PUSH_TEXT) heard++;
+  });
+  return { heard: () => heard, close: () => socket.terminate() };
+}
+
+/** Until the server's directory lists the push device. */
+async function listed(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await getJson(port, `/devices/${PUSH_DEVICE}`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error('fleet-ops: the push device was not listed within 10 s');
+    await sleep(50);
+  }
+}
+
+/** A push to the device through `server`, checked; the push's id (the bare fleet's is made up, and unused). */
+async function push(server: ServerProcess): Promise<string | undefined> {
+  const answer = await postJson(server.port, `/devices/${PUSH_DEVICE}/say`, { text: PUSH_TEXT });
+  if (answer.status !== 200 || answer.body?.delivered !== 'spoken')
+    throw new Error(`fleet-ops: a push through ${server.name} was answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body.push_id;
+}
+
+/** The bare fleet server (servers/bare-fleet-server.ts) on the same Redis: the same route, no receipt. */
+const bareFleet = (prefix: string) => (): ServerSpec => ({
+  name: 'bare fleet',
+  args: [join(BENCH_BUILD, 'servers', 'bare-fleet-server.js')],
+  env: { BENCH_TOKEN, REDIS_URL: BENCH_REDIS_URL, REDIS_KEY_PREFIX: prefix },
+});
+
+/**
+ * `POST /devices/<id>/say {"text"}` to one LLM-gateway device online on the instance taking the
+ * request, answered once the device was sent the sentence (`delivered: "spoken"`), one push at
+ * a time. The gateway writes the push's receipt in Redis (queued, sent, spoken: state moves
+ * checked by a script). Receipts cannot be switched off, so the baseline is the bare fleet
+ * server's same route on the same Redis, which writes none (nor validates, limits, audits).
+ * `receipt` reads the scripts per push apart, and the last push's receipt.
+ */
+async function pushReceipt(redis: BenchRedis, options: FleetOpsOptions): Promise<void> {
+  const prefixes = [benchPrefix('ops-push'), benchPrefix('ops-bare-push')];
+  try {
+    const measured = await withServer(onRedis(prefixes[0], {}), (gateway) =>
+      withServer(bareFleet(prefixes[1]), async (bare) => {
+        const servers = [gateway, bare];
+        const devices = await Promise.all(servers.map((server) => openPushDevice(server.port)));
+        try {
+          for (const server of servers) await listed(server.port);
+          let lastPushId: string | undefined;
+          const sides = [
+            { server: gateway, operation: async () => void (lastPushId = await push(gateway)) },
+            { server: bare, operation: async () => void (await push(bare)) },
+          ];
+          const { figures, idleCommandsPerS } = await measureSides(sides, redis, options.pushes, options.idleMs);
+          const pushes = options.pushes.warmup + options.pushes.count;
+          const deadline = Date.now() + 10_000;
+          while (devices.some((device) => device.heard() < pushes) && Date.now() < deadline) await sleep(20);
+          devices.forEach((device, index) => {
+            if (device.heard() !== pushes) throw new Error(`fleet-ops: the device on ${servers[index].name} heard ${device.heard()} of ${pushes} pushes`);
+          });
+          const receipt = await getJson(gateway.port, `/pushes/${lastPushId}`);
+          if (receipt.status !== 200) throw new Error(`fleet-ops: the last push's receipt was answered ${receipt.status}: ${JSON.stringify(receipt.body)}`);
+          return { figures, idleCommandsPerS, receipt: receipt.body as { state: string; history: { state: string }[] } };
+        } finally {
+          devices.forEach((device) => device.close());
+        }
+      }),
+    );
+    const [gateway, baseline] = measured.figures;
     emit({
       figure: 'fleet_ops_push_receipt',
-      pushes: figure.with.operations,
-      push: figure.with,
-      receipt: { ...figure.without, cpu_us: receiptCpuUs, gateway_cpu_us: undefined },
-      receipt_share: {
-        cpu: ratio(receiptCpuUs, figure.with.gateway_cpu_us),
-        redis_commands: ratio(figure.without.redis_commands, figure.with.redis_commands),
-        redis_cpu: figure.with.redis_cpu_us && figure.without.redis_cpu_us !== null ? ratio(figure.without.redis_cpu_us, figure.with.redis_cpu_us) : null,
+      load_avg_1m: round(loadavg()[0], 2),
+      pushes: options.pushes.count,
+      rounds: options.pushes.rounds,
+      device: 'LLM gateway (/ with Device-Id), online on the instance taking the request',
+      baseline_name: 'bare fleet server (bench/servers/bare-fleet-server.ts): the same POST /devices/<id>/say on the same Redis, no receipt',
+      redis_idle_commands_per_s: measured.idleCommandsPerS,
+      gateway,
+      baseline,
+      // The receipt store's scripts are sent as EVAL (every other script of the gateway is an EVALSHA).
+      receipt: {
+        scripts_per_push: gateway.redis_scripts_per_op,
+        eval_per_push: gateway.redis_by_command_per_op.eval ?? 0,
+        evalsha_per_push: gateway.redis_by_command_per_op.evalsha ?? 0,
+        last_state: measured.receipt.state,
+        last_history: measured.receipt.history.map((step) => step.state),
       },
+      gateway_adds: adds(gateway, baseline),
+      ratio: ratios(gateway, baseline),
     });
   } finally {
-    await redis.removeKeys(prefix);
+    await Promise.all(prefixes.map((prefix) => redis.removeKeys(prefix))).catch(() => undefined);
   }
 }
 
-/** The gateway's receipts on the bench's Redis, as `openPushReceipts` makes them with Redis. */
-function openReceipts(prefix: string): PushReceipts {
-  const client = new Redis(BENCH_REDIS_URL);
-  return new PushReceipts(new RedisPushReceipts(client, prefix, { ttlMs: 60_000, max: 100_000 }), undefined, async () => void (await client.quit()));
+// ---------------------------------------------------------------------------------------------
+// 3. A xiaozhi device's connection: its own secret, or the static token
+
+/** A xiaozhi device as the firmware is: one id and client id, the token it stored from a configuration answer. */
+interface BootingDevice {
+  id: string;
+  clientId: string;
+  token?: string;
 }
 
-/** An operation whose CPU is this process's own, summed over its calls. */
-function measuredInProcess(work: () => Promise<void>): { operation: () => Promise<void>; cpuUsPerOperation: () => number } {
-  let cpuUs = 0;
-  let calls = 0;
-  return {
-    operation: async () => {
-      const before = process.cpuUsage();
-      await work();
-      const used = process.cpuUsage(before);
-      cpuUs += used.user + used.system;
-      calls += 1;
-    },
-    cpuUsPerOperation: () => round(cpuUs / Math.max(calls, 1), 1),
-  };
-}
-
-/** A board of the bench: a MAC address of its own. */
-function board(index: number): BoardIdentity {
-  const mac = ['02', 'b0', ...[index >> 16, (index >> 8) & 0xff, index & 0xff, 0x42].map((byte) => byte.toString(16).padStart(2, '0'))].join(':');
-  return { deviceId: mac, clientId: randomUUID(), board: 'bread-compact-wifi', firmwareVersion: '2.4.2', language: 'zh-CN' };
-}
-
-/** `WebsocketProtocol::OpenAudioChannel`: connects with the firmware's headers, says hello, waits for the server's, then closes. */
-async function connectAndHello(url: string, identity: BoardIdentity, token: string): Promise<void> {
-  const socket = new WebSocket(url, {
-    headers: { Authorization: `Bearer ${token}`, 'Protocol-Version': '1', 'Device-Id': identity.deviceId, 'Client-Id': identity.clientId },
-    perMessageDeflate: false,
-  });
+/**
+ * One boot: the configuration request, the WebSocket it names with the stored (or newly given)
+ * token, the hello and the server's; then the connection is dropped and its close awaited.
+ */
+async function boot(port: number, device: BootingDevice): Promise<void> {
+  const config = await configurationOf(`http://127.0.0.1:${port}`, device.id, device.clientId);
+  if (config.websocket?.token) device.token = config.websocket.token;
+  const url = config.websocket?.url;
+  if (!url || !device.token) throw new Error(`fleet-ops: the configuration answer gives no session: ${JSON.stringify(config).slice(0, 300)}`);
+  const socket = new WebSocket(url, { headers: sessionHeaders(device.token, device.id, device.clientId), perMessageDeflate: false });
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('No server hello within 10 s')), 10_000);
-      socket.once('error', reject);
-      socket.once('unexpected-response', (_request, response) => reject(new Error(`The upgrade was refused: ${response.statusCode}`)));
-      socket.once('open', () =>
-        socket.send(helloMessage({ version: 1, serverAec: false, mcp: true, textFont: null, sampleRate: 16_000, frameDurationMs: 60 })),
-      );
-      socket.on('message', (data) => {
-        if (JSON.parse(String(data))?.type !== 'hello') return;
-        clearTimeout(timer);
-        resolve();
+      socket.once('open', () => socket.send(DEVICE_HELLO));
+      socket.once('message', (data: Buffer, binary: boolean) => {
+        const message = binary ? undefined : JSON.parse(data.toString());
+        if (message?.type === 'hello' && message.audio_params?.frame_duration === FRAME_MS) resolve();
+        else reject(new Error(`fleet-ops: expected the server's hello, got ${binary ? 'audio' : data.toString().slice(0, 300)}`));
       });
+      socket.once('error', reject);
+      socket.once('unexpected-response', (_request, answer) => reject(new Error(`fleet-ops: ${url} refused the upgrade: HTTP ${answer.statusCode}`)));
+      socket.once('close', (code) => reject(new Error(`fleet-ops: the connection closed (${code}) before the server's hello`)));
     });
   } finally {
+    const closed = new Promise((resolve) => socket.once('close', resolve));
     socket.close();
-    await new Promise((resolve) => socket.once('close', resolve));
+    await closed;
   }
 }
 
+/** The xiaozhi gateway on Redis; no speech or model is reached by a boot. */
+const xiaozhiGateway = (prefix: string, env: Record<string, string>) =>
+  onRedis(prefix, {
+    XIAOZHI_DEVICE_TOKEN: BENCH_TOKEN,
+    STT_BASE_URL: 'http://127.0.0.1:9/v1/',
+    TTS_BASE_URL: 'http://127.0.0.1:9/v1/',
+    LOCATION_PROVIDER_URL: 'off',
+    ...env,
+  });
+
+/** Binds `device` to the bench token as its owner does (`POST /devices/activate {code}`), and takes its secret from the next answer. */
+async function activate(port: number, device: BootingDevice): Promise<void> {
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const first = await configurationOf(baseUrl, device.id, device.clientId);
+  const code = first.activation?.code;
+  if (!code || first.websocket) throw new Error(`fleet-ops: an unbound device was not given a code alone: ${JSON.stringify(first).slice(0, 300)}`);
+  const bound = await postJson(port, '/devices/activate', { code });
+  if (bound.status !== 200 || bound.body?.device !== device.id)
+    throw new Error(`fleet-ops: binding was answered ${bound.status}: ${JSON.stringify(bound.body)}`);
+  const issued = await configurationOf(baseUrl, device.id, device.clientId);
+  if (!issued.websocket?.token?.startsWith('dev_')) throw new Error(`fleet-ops: the bound device got no secret: ${JSON.stringify(issued).slice(0, 300)}`);
+  device.token = issued.websocket.token;
+}
+
+/** A fresh locally administered MAC. */
+const mac = () => ['02', ...randomUUID().replaceAll('-', '').slice(0, 10).match(/../g)!].join(':');
+
 /**
- * Figure `fleet_ops_connect`: what a xiaozhi device's boot costs (its configuration request, the
- * WebSocket upgrade and the hello) when it is bound by activation and connects with its own
- * `dev_` secret (looked up by hash in Redis, its owner checked), against the same with the
- * shared static device token and activation off, on the same Redis.
+ * A xiaozhi device booting again and again, one boot at a time (the configuration request
+ * `POST /xiaozhi/ota/`, the WebSocket, its hello and the server's; then it drops the connection):
+ * with `XIAOZHI_ACTIVATION=required`, bound to the bench token first and connecting with its
+ * `dev_` secret, beside the same gateway with activation off, where the answer hands it the
+ * static `XIAOZHI_DEVICE_TOKEN` (also in `AUTH_TOKENS`). Both on Redis.
  */
-async function connect(redis: BenchRedis, dir: string, options: FleetOpsOptions): Promise<void> {
-  const tokens = join(dir, 'tokens-plain.json');
-  await writeFile(tokens, JSON.stringify({ tokens: [OWNER] }));
-  const prefix = benchPrefix('fleet-ops-connect');
-  const shared = { XIAOZHI_DEVICE_TOKEN: BENCH_TOKEN, LOCATION_PROVIDER_URL: 'off' };
-  const activation = {
-    XIAOZHI_ACTIVATION: 'required',
-    XIAOZHI_ACTIVATION_CODES_PER_ADDRESS: '100000',
-    XIAOZHI_ACTIVATION_ATTEMPTS_PER_ADDRESS: '100000',
-    XIAOZHI_ACTIVATION_ATTEMPTS_PER_PRINCIPAL: '100000',
-    XIAOZHI_ACTIVATION_ATTEMPTS_GLOBAL: '100000',
-  };
+async function activationConnect(redis: BenchRedis, options: FleetOpsOptions): Promise<void> {
+  const prefixes = [benchPrefix('ops-static'), benchPrefix('ops-activation')];
   try {
-    const figure = await withGateways(
-      { without: fleetGateway(tokens, `${prefix}a:`, shared), with: fleetGateway(tokens, `${prefix}b:`, { ...shared, ...activation }) },
-      async (servers) => {
-        const origin = (server: ServerProcess) => `http://127.0.0.1:${server.port}`;
-        const boot = async (server: ServerProcess, identity: BoardIdentity, secret?: string) => {
-          const answer = await requestOta(`${origin(server)}/xiaozhi/ota/`, 'POST', identity);
-          expectAnswer(answer.status === 200 && typeof answer.body?.websocket?.url === 'string', answer.body, 'a configuration answer');
-          const token = secret ?? answer.body.websocket.token;
-          expectAnswer(typeof token === 'string', answer.body, 'a token to connect with');
-          await connectAndHello(answer.body.websocket.url, identity, token);
-        };
-        // Every device bound once, its secret kept, as the firmware keeps it.
-        const bound: { identity: BoardIdentity; secret: string }[] = [];
-        for (let index = 0; index < options.boundDevices; index++) {
-          const identity = board(index);
-          const first = await requestOta(`${origin(servers.with)}/xiaozhi/ota/`, 'POST', identity);
-          const code = first.body?.activation?.code;
-          const bind = await fetch(`${origin(servers.with)}/devices/activate`, {
-            method: 'POST',
-            headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json' },
-            body: JSON.stringify({ code }),
-          });
-          expectAnswer(bind.ok, await bind.json(), 'an activation');
-          const issued = await requestOta(`${origin(servers.with)}/xiaozhi/ota/`, 'POST', identity);
-          expectAnswer(/^dev_/.test(issued.body?.websocket?.token ?? ''), issued.body, "a bound device's secret");
-          bound.push({ identity, secret: issued.body.websocket.token });
-        }
-        const unbound = bound.map((_, index) => board(100_000 + index));
-        let next = 0;
-        return compare(
-          redis,
-          {
-            without: { server: servers.without, operation: () => boot(servers.without, unbound[next++ % unbound.length]) },
-            with: {
-              server: servers.with,
-              operation: () => {
-                const device = bound[next++ % bound.length];
-                return boot(servers.with, device.identity, device.secret);
-              },
-            },
-          },
-          options,
-        );
-      },
+    const spec = (activation: boolean, prefix: string) => xiaozhiGateway(prefix, { XIAOZHI_ACTIVATION: activation ? 'required' : 'off' });
+    const measured = await withServer(spec(false, prefixes[0]), (staticServer) =>
+      withServer(spec(true, prefixes[1]), async (activationServer) => {
+        const devices: BootingDevice[] = [0, 1].map(() => ({ id: mac(), clientId: randomUUID() }));
+        await activate(activationServer.port, devices[1]);
+        const sides = [staticServer, activationServer].map((server, index) => ({ server, operation: () => boot(server.port, devices[index]) }));
+        const { figures, idleCommandsPerS } = await measureSides(sides, redis, options.connects, options.idleMs);
+        if (devices[0].token !== BENCH_TOKEN || !devices[1].token?.startsWith('dev_'))
+          throw new Error('fleet-ops: the devices did not connect with the tokens they should');
+        return { figures, idleCommandsPerS };
+      }),
     );
-    emit({ figure: 'fleet_ops_connect', connects: options.rounds * options.perRound, bound_devices: options.boundDevices, ...figure });
+    const [baseline, activated] = measured.figures;
+    emit({
+      figure: 'fleet_ops_connect',
+      load_avg_1m: round(loadavg()[0], 2),
+      connects: options.connects.count,
+      rounds: options.connects.rounds,
+      steps: 'POST /xiaozhi/ota/, WebSocket /xiaozhi/v1/, hello and the server hello; then the device drops the connection',
+      redis: 'REDIS_URL set on both',
+      redis_idle_commands_per_s: measured.idleCommandsPerS,
+      gateway: { name: 'XIAOZHI_ACTIVATION=required, bound device, its dev_ secret', ...activated },
+      baseline: { name: 'XIAOZHI_ACTIVATION=off, the static XIAOZHI_DEVICE_TOKEN (in AUTH_TOKENS)', ...baseline },
+      activation_adds: adds(activated, baseline),
+      ratio: ratios(activated, baseline),
+    });
   } finally {
-    await redis.removeKeys(prefix);
+    await Promise.all(prefixes.map((prefix) => redis.removeKeys(prefix))).catch(() => undefined);
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+
 /**
- * What fleet operations (issue 35) add to a device's life, each beside the same gateway build
- * without it in the same run: budgets to an LLM turn, a delivery receipt to a push, activation
- * and a device's own secret to its boot. Every figure is CPU per operation on the gateway, Redis
- * commands and CPU per operation, and latency, never a timed target.
+ * What fleet operations add to a device's work (BENCHMARKS.md): a budget check per LLM turn,
+ * a push's delivery receipt, and a device connecting with a secret of its own after activation.
+ * Each beside its baseline in the same run, one server process at a time on the bench's Redis;
+ * CPU per operation (the server's, read from `/proc`), Redis commands per operation.
  */
 export async function benchFleetOps(options: FleetOpsOptions): Promise<void> {
   const redis = await BenchRedis.open();
-  const llm = await ScriptedLlm.start();
-  const dir = await mkdtemp(join(tmpdir(), 'bench-fleet-ops-'));
   try {
-    await budgetTurn(redis, llm, dir, options);
-    await pushReceipt(redis, dir, options);
-    await connect(redis, dir, options);
+    await budgetTurn(redis, options);
+    await pushReceipt(redis, options);
+    await activationConnect(redis, options);
   } finally {
-    await rm(dir, { recursive: true, force: true });
-    await llm.close();
-    await redis.close();
+    redis.close();
   }
 }

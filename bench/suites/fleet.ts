@@ -2,12 +2,13 @@ import { readFileSync } from 'fs';
 import { Agent, request as httpRequest } from 'http';
 import { join } from 'path';
 import { WebSocket } from 'ws';
-import { BenchRedis, BENCH_REDIS_URL, benchPrefix, procCpuMicros } from '../support/bench-redis';
+import { BenchRedis, BENCH_REDIS_URL, benchPrefix } from '../support/bench-redis';
 import { LoopBounds, runClosedLoop } from '../support/closed-loop';
 import { DeviceSwarm, monotonicMs, withSwarms } from '../support/device-swarm';
 import { expectAnswer, FrameSocket } from '../support/frame-socket';
 import { BENCH_BUILD, freePort, ServerProcess, ServerSpec, startServer } from '../support/processes';
 import { BENCH_TOKEN, bareWsServer, gatewayServer } from '../support/servers';
+import { CpuReading, cpuNow, cpuPer } from '../support/server-cpu';
 import { emit, ratio, round, summarise } from '../support/stats';
 import { withServer } from './tool-calls';
 
@@ -126,29 +127,6 @@ async function postJson(port: number, path: string, body: unknown): Promise<{ st
     signal: AbortSignal.timeout(PHASE_TIMEOUT_MS),
   });
   return { status: response.status, body: await response.json().catch(() => undefined) };
-}
-
-/** CPU of each server and of Redis, microseconds, read from outside. */
-interface CpuReading {
-  servers: number[];
-  redis?: number;
-}
-
-function cpuNow(servers: ServerProcess[], redis?: BenchRedis): CpuReading {
-  return { servers: servers.map((server) => procCpuMicros(server.pid) ?? Number.NaN), redis: redis?.cpuMicros() };
-}
-
-/** CPU per operation between two readings: the servers together, each server, and Redis (null where it cannot be read). */
-function cpuPer(before: CpuReading, after: CpuReading, operations: number) {
-  const each = after.servers.map((value, index) => round((value - before.servers[index]) / operations, 1));
-  return {
-    server_cpu_us: round(
-      each.reduce((sum, value) => sum + value, 0),
-      1,
-    ),
-    each_server_cpu_us: each,
-    redis_cpu_us: before.redis === undefined || after.redis === undefined ? null : round((after.redis - before.redis) / operations, 1),
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

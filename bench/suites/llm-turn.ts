@@ -19,7 +19,7 @@ export interface LlmTurnOptions {
 const AUTH = { Authorization: `Bearer ${BENCH_TOKEN}` };
 
 /** Longest a single turn (gateway or direct) may take before the bench gives up on it. */
-const TURN_TIMEOUT_MS = 10_000;
+export const TURN_TIMEOUT_MS = 10_000;
 
 /** The device tool of the tool turn, registered by the bench's client. */
 const LIGHT_TOOL = {
@@ -72,7 +72,7 @@ function model(request: ChatRequest): ScriptedReply {
 }
 
 /** One kind of turn: what the client says, and how it answers and checks the frames before `llm_response`. */
-interface TurnKind {
+export interface TurnKind {
   name: 'plain' | 'streamed' | 'server_and_client_tool';
   /** Sent on the turn's own connection before its turns: sentence streaming. */
   configure?: Record<string, unknown>;
@@ -89,9 +89,9 @@ interface TurnKind {
   baseline?: boolean;
 }
 
-const isStatus = (frame: any, ...statuses: string[]) => frame.type === 'status' && statuses.includes(frame.status);
+export const isStatus = (frame: any, ...statuses: string[]) => frame.type === 'status' && statuses.includes(frame.status);
 
-const TURNS: TurnKind[] = [
+export const TURNS: TurnKind[] = [
   {
     name: 'plain',
     prompt: PLAIN_PROMPT,
@@ -136,7 +136,7 @@ const TURNS: TurnKind[] = [
 ];
 
 /** Rejects with `what` when `promise` takes longer than `ms`: a stalled turn must fail, not hang the bench. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms)));
   try {
@@ -147,7 +147,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 }
 
 /** Empties the scripted server's record and queues the model for every request it may get next. */
-function arm(llm: ScriptedLlm): void {
+export function arm(llm: ScriptedLlm): void {
   llm.reset();
   llm.reply(...Array.from({ length: 8 }, () => model));
 }
@@ -156,7 +156,7 @@ function arm(llm: ScriptedLlm): void {
  * One turn through the gateway: milliseconds from sending `text_input` to receiving
  * `llm_response`, every frame checked. The `status idle` that ends the turn is awaited, untimed.
  */
-async function gatewayTurn(socket: FrameSocket, kind: TurnKind): Promise<number> {
+export async function gatewayTurn(socket: FrameSocket, kind: TurnKind): Promise<number> {
   const start = process.hrtime.bigint();
   socket.send({ type: 'text_input', text: kind.prompt });
   let frame = await socket.next();
@@ -219,9 +219,9 @@ async function measureTurns(server: ServerProcess, llm: ScriptedLlm, socket: Fra
   return { gateway: summarise(gatewayMs), direct: summarise(directMs), paired: summarise(pairedMs), cpuUsPerTurn: round(cpuUsed / options.turns, 1) };
 }
 
-/** A device's connection to the LLM gateway, greeted. */
-async function connectDevice(server: ServerProcess): Promise<FrameSocket> {
-  const socket = await FrameSocket.open(`ws://127.0.0.1:${server.port}/`, { headers: AUTH });
+/** A device's connection to the LLM gateway (`headers` besides the bench token's: a `Device-Id`), greeted. */
+export async function connectDevice(server: ServerProcess, headers: Record<string, string> = {}): Promise<FrameSocket> {
+  const socket = await FrameSocket.open(`ws://127.0.0.1:${server.port}/`, { headers: { ...AUTH, ...headers } });
   const greeting = await within(socket.next(), TURN_TIMEOUT_MS, 'The greeting');
   expectAnswer(isStatus(greeting, 'connected'), greeting, 'the connection');
   return socket;

@@ -79,18 +79,57 @@ export class BenchRedis {
     } while (cursor !== '0');
   }
 
-  /** Commands the server has processed since it started (`total_commands_processed`), this question included. */
-  async commandsProcessed(): Promise<number> {
-    return Number(/total_commands_processed:(\d+)/.exec(await this.redis.info('stats'))?.[1]);
-  }
-
   /** Bytes Redis holds for its data (`used_memory`), after it returns freed pages to its allocator. */
   async usedMemory(): Promise<number> {
     await this.redis.call('MEMORY', 'PURGE').catch(() => undefined);
     return Number(/used_memory:(\d+)/.exec(await this.redis.info('memory'))?.[1]);
   }
 
+  /**
+   * Commands Redis has executed so far, in one `INFO stats commandstats`: `total` is
+   * `total_commands_processed`, `calls` the calls per command of `commandstats`. Both count the
+   * commands a script runs inside it as well as the `eval`/`evalsha` that ran it.
+   */
+  async commands(): Promise<RedisCommandReading> {
+    const info = (await this.redis.call('INFO', 'stats', 'commandstats')) as string;
+    const calls: Record<string, number> = {};
+    for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]] = Number(match[2]);
+    return { total: Number(/total_commands_processed:(\d+)/.exec(info)?.[1]), calls };
+  }
+
   close(): void {
     this.redis.disconnect();
   }
+}
+
+/** One reading of {@link BenchRedis.commands}. */
+export interface RedisCommandReading {
+  total: number;
+  calls: Record<string, number>;
+}
+
+/**
+ * Redis commands per operation between two readings, the readings' own `INFO` left out:
+ * `commands` executed (those a script ran included), `scripts` the `eval` and `evalsha` among
+ * them, and `by_command` from `commandstats` (those under 0.05 per operation summed as `other`). Redis counts every client's commands: the figure is
+ * only this run's while nothing else uses that Redis.
+ */
+export function commandsPer(before: RedisCommandReading, after: RedisCommandReading, operations: number) {
+  const delta = (name: string) => (after.calls[name] ?? 0) - (before.calls[name] ?? 0);
+  const info = delta('info');
+  // Commands under 0.05 per operation are summed as `other`: a timer's, or another client's, not the operation's.
+  const byCommand: Record<string, number> = {};
+  let other = 0;
+  for (const name of Object.keys(after.calls).sort()) {
+    const perOperation = delta(name) / operations;
+    if (name === 'info' || perOperation === 0) continue;
+    if (perOperation < 0.05) other += perOperation;
+    else byCommand[name] = Math.round(perOperation * 100) / 100;
+  }
+  if (Math.round(other * 100) > 0) byCommand.other = Math.round(other * 100) / 100;
+  return {
+    commands: Math.round(((after.total - before.total - info) / operations) * 100) / 100,
+    scripts: Math.round(((delta('evalsha') + delta('eval')) / operations) * 100) / 100,
+    by_command: byCommand,
+  };
 }

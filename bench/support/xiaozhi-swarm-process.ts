@@ -4,6 +4,7 @@ import { connectAsync, MqttClient } from 'mqtt';
 import { monitorEventLoopDelay } from 'perf_hooks';
 import { WebSocket } from 'ws';
 import { sealUplink, UDP_HEADER_BYTES } from '../../test/support/xiaozhi/udp-seal';
+import { configurationOf, DEVICE_HELLO, FRAME_MS, sessionHeaders } from './xiaozhi-firmware';
 import type { Exchange, XiaozhiAnswer, XiaozhiCommand } from './xiaozhi-swarm';
 
 /**
@@ -18,7 +19,6 @@ import type { Exchange, XiaozhiAnswer, XiaozhiCommand } from './xiaozhi-swarm';
  * sealed Opus both ways (a reply packet is stamped on arrival, as the firmware would decrypt it).
  */
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
-const FRAME_MS = 60;
 const LOOP_RESOLUTION_MS = 10;
 
 /** What a device talks through: a WebSocket, or an MQTT connection with a UDP audio channel. */
@@ -86,38 +86,16 @@ async function boot(baseUrl: string, id: string, direct?: { token: string }, mqt
   return nowMs() - start;
 }
 
-/** The configuration request (`main/ota.cc`): a POST with the board's description, answered with the WebSocket URL and token. */
-async function configurationOf(baseUrl: string, id: string, clientId: string): Promise<{ websocket?: { url?: string; token?: string } }> {
-  const response = await fetch(`${baseUrl}/xiaozhi/ota/`, {
-    method: 'POST',
-    headers: { 'device-id': id, 'client-id': clientId, 'user-agent': 'bench-board/1.0.0', 'accept-language': 'en-US', 'content-type': 'application/json' },
-    body: JSON.stringify({ application: { name: 'xiaozhi', version: '1.0.0' }, board: { type: 'bench-board' } }),
-  });
-  if (response.status !== 200)
-    throw new Error(`the configuration request of ${id} was answered HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`);
-  return (await response.json()) as { websocket?: { url?: string; token?: string } };
-}
-
 /** Opens the device's session at `url` with `token` and says hello; resolves once the server's hello came. */
 async function open(url: string, token: string, id: string, clientId: string): Promise<void> {
   const socket = new WebSocket(url, {
-    headers: { authorization: token.includes(' ') ? token : `Bearer ${token}`, 'protocol-version': '1', 'device-id': id, 'client-id': clientId },
+    headers: sessionHeaders(token, id, clientId),
     perMessageDeflate: false,
   });
   const device: Device = { id, link: webSocketLink(socket) };
   devices.push(device);
   await new Promise<void>((resolve, reject) => {
-    socket.once('open', () =>
-      socket.send(
-        JSON.stringify({
-          type: 'hello',
-          version: 1,
-          transport: 'websocket',
-          features: { mcp: false },
-          audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: FRAME_MS },
-        }),
-      ),
-    );
+    socket.once('open', () => socket.send(DEVICE_HELLO));
     socket.once('message', (data: Buffer, binary: boolean) => {
       const message = binary ? undefined : JSON.parse(data.toString());
       if (message?.type !== 'hello' || message.audio_params?.frame_duration !== FRAME_MS)

@@ -16,12 +16,12 @@ describe('the benchmarks, in smoke mode', () => {
 
   beforeAll(async () => {
     if (!existsSync(RUN_BENCH)) throw new Error(`${RUN_BENCH} is missing: run "npm run build:bench" (npm test does it first)`);
-    const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 330_000, maxBuffer: 1 << 24 });
+    const { stdout } = await promisify(execFile)(process.execPath, [RUN_BENCH, '--smoke'], { cwd: PROJECT_ROOT, timeout: 420_000, maxBuffer: 1 << 24 });
     figures = stdout
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-  }, 340_000);
+  }, 430_000);
 
   const positive = expect.any(Number);
   const throughput = { calls_per_s: positive, p50_ms: positive, p99_ms: positive, server_cpu_us_per_call: positive };
@@ -148,20 +148,57 @@ describe('the benchmarks, in smoke mode', () => {
     for (const figure of holding) expect(figure).toMatchObject({ bytes_per_push: expect.any(Number), kb_per_device_at_bound: expect.any(Number) });
   });
 
-  it('measures what budgets add to a turn, a receipt to a push, and activation with its own secret to a device boot, each beside the same build without it', () => {
-    const side = { operations: positive, p50_ms: positive, p99_ms: positive, gateway_cpu_us: expect.any(Number), redis_commands: expect.any(Number) };
-    const [turn] = figures.filter((figure) => figure.figure === 'fleet_ops_budget_turn');
-    const [connect] = figures.filter((figure) => figure.figure === 'fleet_ops_connect');
-    for (const figure of [turn, connect])
-      expect(figure).toMatchObject({ without: side, with: side, adds: { gateway_cpu_us: expect.any(Number) }, ratio: { gateway_cpu: expect.any(Number) } });
-    const [push] = figures.filter((figure) => figure.figure === 'fleet_ops_push_receipt');
-    expect(push).toMatchObject({ push: side, receipt: { cpu_us: positive, redis_commands: positive }, receipt_share: { cpu: expect.any(Number) } });
-    // A receipt is written three times (queued, sent, spoken): at least three commands.
-    expect(push.receipt.redis_commands).toBeGreaterThanOrEqual(3);
-  });
-
   it('measures what two-way device audio costs with the chosen codec, resampler and VAD', () => {
     const [audio] = figures.filter((figure) => figure.figure === 'audio_two_way_cpu');
     expect(audio).toMatchObject({ cpu_us_per_audio_s: { uplink_decode_vad: positive, downlink_resample_encode: positive, two_way: positive } });
+  });
+
+  describe('fleet operations, each beside its baseline in the same run', () => {
+    const operation = {
+      count: positive,
+      p50_ms: positive,
+      p99_ms: positive,
+      server_cpu_us_per_op: expect.any(Number),
+      redis_commands_per_op: expect.any(Number),
+      redis_scripts_per_op: expect.any(Number),
+      redis_by_command_per_op: expect.any(Object),
+    };
+    const idle = { rounds: positive, redis_idle_commands_per_s: expect.any(Number) };
+    const ratios = { p50: positive, p99: positive, cpu_per_op: expect.any(Number) };
+    const one = (name: string) => {
+      const found = figures.filter((figure) => figure.figure === name);
+      expect(found).toHaveLength(1);
+      return found[0];
+    };
+
+    it('measures an LLM turn whose budgets are checked in Redis against the same gateway without budgets', () => {
+      const turn = one('fleet_ops_budget_turn');
+      expect(turn).toMatchObject({ ...idle, turn: 'plain', gateway: operation, baseline: operation, budgets_add: expect.any(Object), ratio: ratios });
+      // Both count usage in Redis (every turn reserves, charges and releases): scripts on both sides.
+      expect(turn.gateway.redis_scripts_per_op).toBeGreaterThan(0);
+      expect(turn.baseline.redis_scripts_per_op).toBeGreaterThan(0);
+      expect(turn.llm_tokens_counted).toEqual({ gateway: positive, baseline: positive });
+    });
+
+    it("measures a push to an online device, whose receipt ends spoken, against the bare fleet server's push", () => {
+      const push = one('fleet_ops_push_receipt');
+      expect(push).toMatchObject({ ...idle, gateway: operation, baseline: operation, gateway_adds: expect.any(Object), ratio: ratios });
+      expect(push.baseline_name).toContain('bare fleet server');
+      expect(push.receipt).toMatchObject({ scripts_per_push: positive, eval_per_push: positive, last_state: 'spoken' });
+      expect(push.receipt.last_history).toEqual(['queued', 'sent', 'spoken']);
+      expect(push.gateway.redis_commands_per_op).toBeGreaterThan(0);
+    });
+
+    it("measures a xiaozhi device's boot with its own activated secret against the static device token", () => {
+      const connect = one('fleet_ops_connect');
+      expect(connect).toMatchObject({
+        ...idle,
+        gateway: { ...operation, name: expect.stringContaining('XIAOZHI_ACTIVATION=required') },
+        baseline: { ...operation, name: expect.stringContaining('XIAOZHI_DEVICE_TOKEN') },
+        activation_adds: expect.any(Object),
+        ratio: ratios,
+      });
+      expect(connect.gateway.redis_commands_per_op).toBeGreaterThan(0);
+    });
   });
 });
