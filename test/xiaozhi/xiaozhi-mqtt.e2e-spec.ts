@@ -134,7 +134,11 @@ describe('xiaozhi devices over MQTT + UDP', () => {
     for (let index = 0; index < answers; index++) {
       stack.tts.reply({ samples: sine(440, 0.24, OUTPUT_RATE) });
       const heard = device.audio.length;
-      const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:0e/say'), { method: 'POST', headers: agent, body: JSON.stringify({ text: `Number ${index}.` }) });
+      const said = await fetch(stack.gateway.http('/devices/aa:bb:cc:10:00:0e/say'), {
+        method: 'POST',
+        headers: agent,
+        body: JSON.stringify({ text: `Number ${index}.` }),
+      });
       expect(said.status).toBe(200);
       await device.next('tts', (message: any) => message.state === 'stop', 5000);
       await sleep(30);
