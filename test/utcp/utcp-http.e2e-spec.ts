@@ -250,7 +250,8 @@ describe('UTCP over HTTP', () => {
           '/utcp/device_say',
           { device_id: 'nobody-here', text: 'Dinner is ready.' },
           404,
-          { error: OFFLINE, details: { code: 'DEVICE_OFFLINE' } },
+          // The refused push's receipt id, to read its `refused` state by.
+          { error: OFFLINE, details: { code: 'DEVICE_OFFLINE', push_id: expect.stringMatching(/^push-/) } },
         ],
         [
           "the fleet's device_say naming no device: 400",
@@ -271,7 +272,12 @@ describe('UTCP over HTTP', () => {
       it('answers a streaming call that fails before its first result with the same status', async () => {
         const response = await post(gateway, '/utcp/device_say?stream=true', { device_id: 'nobody-here', text: 'Dinner is ready.' });
         expect(response.status).toBe(404);
-        expect(await response.json()).toEqual({ type: 'tool_error', code: 'TOOL_EXECUTION_FAILED', error: OFFLINE, details: { code: 'DEVICE_OFFLINE' } });
+        expect(await response.json()).toEqual({
+          type: 'tool_error',
+          code: 'TOOL_EXECUTION_FAILED',
+          error: OFFLINE,
+          details: { code: 'DEVICE_OFFLINE', push_id: expect.stringMatching(/^push-/) },
+        });
       });
     });
 
