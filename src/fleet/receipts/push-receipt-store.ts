@@ -204,17 +204,34 @@ local current = redis.call('GET', ARGV[1])
 if current and cjson.decode(current).state == 'held' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2]) end
 return 1`;
 
+/** The store's scripts, each on one key (the index or the held index), sent by SHA once Redis has them. */
+const SCRIPTS = {
+  vtgReceiptCreate: CREATE,
+  vtgReceiptMove: MOVE,
+  vtgReceiptExpireHeld: EXPIRE_HELD,
+  vtgReceiptTakeHeld: TAKE_HELD,
+  vtgReceiptReturnHeld: RETURN_HELD,
+};
+
+type ScriptedRedis = Redis & Record<keyof typeof SCRIPTS, (key: string, ...args: (string | number)[]) => Promise<unknown>>;
+
 export class RedisPushReceipts implements PushReceiptStore {
+  private readonly redis: ScriptedRedis;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
     private readonly bounds: ReceiptBounds,
-  ) {}
+  ) {
+    // EVALSHA: every push writes its receipt three times, and the scripts' text is most of what a move would send.
+    for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 1, lua });
+    this.redis = redis as ScriptedRedis;
+  }
 
   async create(records: PushRecord[]): Promise<void> {
     if (records.length === 0) return;
     const pairs = records.flatMap((record) => [record.id, JSON.stringify(record)]);
-    await this.redis.eval(CREATE, 1, this.indexKey(), Date.now(), this.bounds.ttlMs, this.bounds.max, this.key(''), ...pairs);
+    await this.redis.vtgReceiptCreate(this.indexKey(), Date.now(), this.bounds.ttlMs, this.bounds.max, this.key(''), ...pairs);
   }
 
   async move(id: string, move: PushMove): Promise<PushRecord | undefined> {
@@ -233,7 +250,7 @@ export class RedisPushReceipts implements PushReceiptStore {
       move.expiresAt ?? '',
       move.owner ?? '',
     ]);
-    const moved = (await this.redis.eval(MOVE, 1, this.heldKey(), ...args)) as string[];
+    const moved = (await this.redis.vtgReceiptMove(this.heldKey(), ...args)) as string[];
     return moved.map((serialized) => (serialized ? fromJson(serialized) : undefined));
   }
 
@@ -253,18 +270,18 @@ export class RedisPushReceipts implements PushReceiptStore {
     const step = JSON.stringify({ state: 'expired', at: new Date(now).toISOString(), reason: 'hold_ran_out' });
     const expired: PushRecord[] = [];
     for (const id of due) {
-      const moved = (await this.redis.eval(EXPIRE_HELD, 1, this.heldKey(), this.key(id), id, now, step)) as string;
+      const moved = (await this.redis.vtgReceiptExpireHeld(this.heldKey(), this.key(id), id, now, step)) as string;
       if (moved) expired.push(fromJson(moved));
     }
     return expired;
   }
 
   async takeHeld(id: string): Promise<boolean> {
-    return (await this.redis.eval(TAKE_HELD, 1, this.heldKey(), this.key(id), id, FINAL_STATES)) === 1;
+    return (await this.redis.vtgReceiptTakeHeld(this.heldKey(), this.key(id), id, FINAL_STATES)) === 1;
   }
 
   async returnHeld(id: string, expiresAt: number): Promise<void> {
-    await this.redis.eval(RETURN_HELD, 1, this.heldKey(), this.key(id), id, expiresAt);
+    await this.redis.vtgReceiptReturnHeld(this.heldKey(), this.key(id), id, expiresAt);
   }
 
   private key(id: string): string {
