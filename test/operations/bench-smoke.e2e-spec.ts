@@ -184,7 +184,7 @@ describe('the benchmarks, in smoke mode', () => {
       const push = one('fleet_ops_push_receipt');
       expect(push).toMatchObject({ ...idle, gateway: operation, baseline: operation, gateway_adds: expect.any(Object), ratio: ratios });
       expect(push.baseline_name).toContain('bare fleet server');
-      expect(push.receipt).toMatchObject({ scripts_per_push: positive, eval_per_push: positive, last_state: 'spoken' });
+      expect(push.receipt).toMatchObject({ scripts_per_push: positive, evalsha_per_push: positive, last_state: 'spoken' });
       expect(push.receipt.last_history).toEqual(['queued', 'sent', 'spoken']);
       expect(push.gateway.redis_commands_per_op).toBeGreaterThan(0);
     });
