@@ -87,8 +87,8 @@ export function budgetSection(deviceId, gateway) {
     const answer = await request(gateway(), 'PUT', devicePath(deviceId, 'budget'), limits);
     if (!answer.ok) return refusal(answer);
     const set = Object.keys(answer.body?.budget ?? {});
-    const read = await request(gateway(), 'GET', devicePath(deviceId, 'usage'));
-    if (read.ok) showUsage(read.body?.usage);
+    const usage = await request(gateway(), 'GET', devicePath(deviceId, 'usage'));
+    if (usage.ok) showUsage(usage.body?.usage);
     return { ok: true, headline: set.length > 0 ? `Limits set: ${set.join(', ')}` : 'Your limits are cleared: only the tokens file’s apply' };
   };
 

@@ -223,7 +223,7 @@ export class RedisPushReceipts implements PushReceiptStore {
     private readonly prefix: string,
     private readonly bounds: ReceiptBounds,
   ) {
-    // EVALSHA: every push writes its receipt three times, and the scripts' text is most of what a move would send.
+    // EVALSHA, as the other stores: a push writes its receipt three times, and need not send the scripts' text each time.
     for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 1, lua });
     this.redis = redis as ScriptedRedis;
   }
